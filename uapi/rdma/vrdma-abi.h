@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * vrdma user/kernel ABI, shared by vrdma.ko and libvrdma.
+ *
+ * Rules (efa discipline): every struct is 8-byte aligned, comp_mask comes
+ * first in every command and response, reserved fields are
+ * __u8 reserved_XXX[] and must be zero, and VRDMA_UVERBS_ABI_VERSION is
+ * bumped only when an old provider would break.
+ *
+ * Queues shared with userspace (siw style): the kernel allocates every SQ,
+ * RQ, SRQ and CQ ring and hands out an mmap key (rdma_user_mmap_entry).
+ * Ownership of a ring slot is carried by VRDMA_WQE_VALID / VRDMA_CQE_VALID
+ * in its flags word: the producer fills the slot and then sets the bit
+ * with a release store; the consumer tests it with an acquire load, reads
+ * the slot and clears the bit with a release store. Nothing else of a ring
+ * is shared, so posting a receive and polling a CQ take no system call.
+ */
+#ifndef VRDMA_ABI_USER_H
+#define VRDMA_ABI_USER_H
+
+#include <linux/types.h>
+
+#define VRDMA_UVERBS_ABI_VERSION 1
+
+/* Name prefix the provider matches on (VERBS_NAME_MATCH). */
+#define VRDMA_IBDEV_PREFIX "vrdma"
+
+/* UDP destination port of the vrdma transport (not RoCEv2's 4791). */
+#define VRDMA_UDP_PORT 4793
+
+/* Ring geometry limits, advertised again through query_device. */
+#define VRDMA_MAX_SGE		6
+#define VRDMA_MAX_INLINE	(VRDMA_MAX_SGE * 16)
+
+/* An mmap key that is never valid: the kernel could not map the queue. */
+#define VRDMA_INVAL_MMAP_KEY	(~0ULL)
+
+struct vrdma_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* flags of struct vrdma_sqe and struct vrdma_rqe */
+enum vrdma_wqe_flags {
+	VRDMA_WQE_VALID		= 1 << 0,
+	VRDMA_WQE_SIGNALED	= 1 << 1,
+	VRDMA_WQE_SOLICITED	= 1 << 2,
+	VRDMA_WQE_INLINE	= 1 << 3,
+	VRDMA_WQE_FENCE		= 1 << 4,
+};
+
+/* opcodes of struct vrdma_sqe (values of enum ib_wr_opcode) */
+enum vrdma_sq_opcode {
+	VRDMA_OP_RDMA_WRITE		= 0,
+	VRDMA_OP_RDMA_WRITE_WITH_IMM	= 1,
+	VRDMA_OP_SEND			= 2,
+	VRDMA_OP_SEND_WITH_IMM		= 3,
+	VRDMA_OP_RDMA_READ		= 4,
+	VRDMA_OP_ATOMIC_CMP_AND_SWP	= 5,
+	VRDMA_OP_ATOMIC_FETCH_AND_ADD	= 6,
+	VRDMA_OP_LOCAL_INV		= 7,
+	VRDMA_OP_SEND_WITH_INV		= 9,
+};
+
+/* One send queue entry. With VRDMA_WQE_INLINE, sge[] holds the payload. */
+struct vrdma_sqe {
+	__u32 flags;
+	__u8 opcode;
+	__u8 num_sge;
+	__u8 reserved_48[2];
+	__aligned_u64 wr_id;
+	__aligned_u64 raddr;		/* RDMA/atomic remote address */
+	__u32 rkey;
+	__u32 ex;			/* immediate data (be) or invalidate rkey */
+	__aligned_u64 compare_add;	/* atomics */
+	__aligned_u64 swap;		/* atomics */
+	__u32 ah;			/* UD: ah_num from create_ah */
+	__u32 remote_qpn;		/* UD */
+	__u32 remote_qkey;		/* UD */
+	__u32 inline_len;		/* VRDMA_WQE_INLINE: payload bytes */
+	struct vrdma_sge sge[VRDMA_MAX_SGE];
+};
+
+/* One receive queue entry (QP RQ or SRQ). */
+struct vrdma_rqe {
+	__u32 flags;
+	__u8 num_sge;
+	__u8 reserved_40[3];
+	__aligned_u64 wr_id;
+	struct vrdma_sge sge[VRDMA_MAX_SGE];
+};
+
+enum vrdma_cqe_flags {
+	VRDMA_CQE_VALID		= 1 << 0,
+	VRDMA_CQE_WITH_IMM	= 1 << 1,
+	VRDMA_CQE_WITH_INV	= 1 << 2,
+	VRDMA_CQE_GRH		= 1 << 3,
+	VRDMA_CQE_SOLICITED	= 1 << 4,
+};
+
+/*
+ * One completion. opcode and status carry the values of enum ib_wc_opcode
+ * and enum ib_wc_status, which equal libibverbs' ibv_wc_opcode/status.
+ */
+struct vrdma_cqe {
+	__aligned_u64 wr_id;
+	__u32 flags;
+	__u8 opcode;
+	__u8 status;
+	__u16 pkey_index;
+	__u32 byte_len;
+	__u32 ex;			/* immediate data (be) or invalidated rkey */
+	__u32 qp_num;
+	__u32 src_qp;			/* UD */
+	__u8 sl;
+	__u8 reserved_8[7];
+};
+
+/* CQ arming, written by the consumer, cleared by the kernel when it fires. */
+enum vrdma_cq_notify {
+	VRDMA_CQ_NOTIFY_NONE		= 0,
+	VRDMA_CQ_NOTIFY_SOLICITED	= 1 << 0,
+	VRDMA_CQ_NOTIFY_NEXT		= 1 << 1,
+};
+
+/* Follows the CQE array of every CQ ring in the same mapping. */
+struct vrdma_cq_ctrl {
+	__u32 notify;
+	__u32 reserved_32;
+	__aligned_u64 reserved_64;
+};
+
+/* ucontext */
+struct vrdma_alloc_ucontext_resp {
+	__u32 comp_mask;
+	__u32 abi_version;
+	__u32 max_qp;
+	__u32 max_cq;
+	__u32 max_qp_wr;
+	__u32 max_cqe;
+	__u32 max_sge;
+	__u32 max_inline;
+	__u32 sqe_size;			/* sizeof(struct vrdma_sqe) */
+	__u32 rqe_size;			/* sizeof(struct vrdma_rqe) */
+	__u32 cqe_size;			/* sizeof(struct vrdma_cqe) */
+	__u8 reserved_32[4];
+};
+
+/* CQ: the request carries nothing beyond comp_mask. */
+struct vrdma_create_cq_cmd {
+	__u32 comp_mask;
+	__u8 reserved_32[4];
+};
+
+struct vrdma_create_cq_resp {
+	__u32 comp_mask;
+	__u32 cq_id;
+	__u32 num_cqe;			/* ring slots (>= the requested cqe) */
+	__u8 reserved_32[4];
+	__aligned_u64 cq_key;		/* mmap offset of cqes + vrdma_cq_ctrl */
+	__aligned_u64 cq_size;		/* bytes to map */
+};
+
+/* resize_cq: a new ring; unpolled CQEs move to its start (consumer index 0) */
+struct vrdma_resize_cq_resp {
+	__u32 comp_mask;
+	__u32 num_cqe;
+	__aligned_u64 cq_key;
+	__aligned_u64 cq_size;
+};
+
+struct vrdma_create_qp_cmd {
+	__u32 comp_mask;
+	__u8 reserved_32[4];
+};
+
+struct vrdma_create_qp_resp {
+	__u32 comp_mask;
+	__u32 qp_id;
+	__u32 num_sqe;
+	__u32 num_rqe;			/* 0 with an SRQ */
+	__aligned_u64 sq_key;
+	__aligned_u64 sq_size;
+	__aligned_u64 rq_key;		/* VRDMA_INVAL_MMAP_KEY with an SRQ */
+	__aligned_u64 rq_size;
+};
+
+struct vrdma_create_srq_cmd {
+	__u32 comp_mask;
+	__u8 reserved_32[4];
+};
+
+struct vrdma_create_srq_resp {
+	__u32 comp_mask;
+	__u32 num_rqe;
+	__aligned_u64 srq_key;
+	__aligned_u64 srq_size;
+};
+
+struct vrdma_create_ah_resp {
+	__u32 comp_mask;
+	__u32 ah_num;			/* goes into vrdma_sqe.ah */
+};
+
+#endif /* VRDMA_ABI_USER_H */
