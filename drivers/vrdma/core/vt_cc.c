@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vt_cc.c - congestion control behind one ops table, chosen per QP:
+ * Swift (delay-based default), DCQCN (ECN, rate-based RoCE baseline) and a
+ * fixed-window go-back-N baseline that behaves like Soft-RoCE.  All
+ * arithmetic is fixed point (VT_FP_ONE == 1.0).
+ */
+#include "vt_core.h"
+
+static void cwnd_clamp(struct vt_conn *c, u64 cwnd)
+{
+	u64 max = (u64)c->cfg.max_wnd << VT_FP_SHIFT;
+
+	if (cwnd < c->cfg.swift_min_cwnd_fp)
+		cwnd = c->cfg.swift_min_cwnd_fp;
+	if (cwnd > max)
+		cwnd = max;
+	c->tx.cwnd_fp = (u32)cwnd;
+}
+
+static u64 fp_mul(u64 a, u32 f)
+{
+	return (a * f) >> VT_FP_SHIFT;
+}
+
+/* ---- Swift ---- */
+
+static void swift_init(struct vt_conn *c, u64 now)
+{
+	(void)now;
+	cwnd_clamp(c, (u64)c->cfg.init_cwnd << VT_FP_SHIFT);
+	c->tx.cc.swift.last_decrease = 0;
+}
+
+/* Swift decreases at most once per RTT. */
+static bool swift_can_decrease(const struct vt_conn *c, u64 now)
+{
+	u64 last = c->tx.cc.swift.last_decrease;
+
+	return !last || now - last >= c->tx.srtt;
+}
+
+static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
+{
+	u32 min_factor = VT_FP_ONE - c->cfg.swift_max_mdf_fp;
+
+	cwnd_clamp(c, fp_mul(c->tx.cwnd_fp, VT_MAX(factor_fp, min_factor)));
+	c->tx.cc.swift.last_decrease = now;
+}
+
+static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
+{
+	const struct vt_config *cfg = &c->cfg;
+	u64 target = cfg->swift_target_ns, d = s->delay_ns, cwnd = c->tx.cwnd_fp;
+	u64 md, achieved;
+
+	if (!s->has_delay)
+		return;
+	if (d > cfg->swift_qa_mult * target) {
+		/*
+		 * Incast: delay far above target.  Cut to what the network
+		 * actually delivered in the last RTT (NSCC QuickAdapt), at
+		 * least by max_mdf.
+		 */
+		if (!swift_can_decrease(c, s->now))
+			return;
+		md = fp_mul(cwnd, VT_FP_ONE - cfg->swift_max_mdf_fp);
+		achieved = (u64)c->tx.dlv_prev << VT_FP_SHIFT;
+		if (achieved && achieved < md)
+			md = achieved;
+		cwnd_clamp(c, md);
+		c->tx.cc.swift.last_decrease = s->now;
+		return;
+	}
+	if (d < target) {
+		/* NSCC: ECN while delay is low means change path, not rate */
+		if (cfg->swift_use_ecn && s->ce_count)
+			return;
+		if (cwnd >= VT_FP_ONE)
+			cwnd += vt_div64((u64)cfg->swift_ai_fp * s->acked_pkts *
+					 VT_FP_ONE, cwnd);
+		else
+			cwnd += (u64)cfg->swift_ai_fp * s->acked_pkts;
+		cwnd_clamp(c, cwnd);
+		return;
+	}
+	if (!swift_can_decrease(c, s->now))
+		return;
+	/* cwnd *= max(1 - beta * (d - target) / d, 1 - max_mdf) */
+	swift_decrease(c, s->now, VT_FP_ONE -
+		       (u32)vt_div64((u64)cfg->swift_beta_fp * (d - target), d));
+}
+
+static void swift_on_loss(struct vt_conn *c, u64 now)
+{
+	if (swift_can_decrease(c, now))
+		swift_decrease(c, now, 0);
+}
+
+static void swift_on_timeout(struct vt_conn *c, u64 now)
+{
+	if (c->tx.consec_rto >= c->cfg.swift_rto_reset) {
+		cwnd_clamp(c, c->cfg.swift_min_cwnd_fp);
+		c->tx.cc.swift.last_decrease = now;
+		return;
+	}
+	swift_decrease(c, now, 0);
+}
+
+/* Below one packet of window, send one packet every srtt / cwnd. */
+static u64 swift_pacing_gap(const struct vt_conn *c, u32 len)
+{
+	u64 rtt = c->tx.srtt ? c->tx.srtt : c->cfg.swift_target_ns;
+
+	(void)len;
+	if (c->tx.cwnd_fp >= VT_FP_ONE)
+		return 0;
+	return vt_div64(rtt * VT_FP_ONE, c->tx.cwnd_fp);
+}
+
+/* ---- DCQCN reaction point (CE counts in ACKs stand in for CNPs) ---- */
+
+static void dcqcn_init(struct vt_conn *c, u64 now)
+{
+	c->tx.cc.dcqcn.rc = c->cfg.dcqcn_line_mbps;
+	c->tx.cc.dcqcn.rt = c->cfg.dcqcn_line_mbps;
+	c->tx.cc.dcqcn.alpha_fp = VT_FP_ONE;
+	c->tx.cc.dcqcn.stage = 0;
+	c->tx.cc.dcqcn.last_cut = 0;
+	c->tx.cc.dcqcn.last_alpha = now;
+	c->tx.cc.dcqcn.last_inc = now;
+	c->tx.cwnd_fp = c->cfg.max_wnd << VT_FP_SHIFT;
+}
+
+/* elapsed timer periods since *last, at most 64; advances *last */
+static u32 periods(u64 now, u64 *last, u64 period)
+{
+	u64 n;
+
+	if (now <= *last)
+		return 0;
+	n = vt_div64(now - *last, period);
+	if (n > 64) {
+		*last = now;
+		return 64;
+	}
+	*last += n * period;
+	return (u32)n;
+}
+
+static void dcqcn_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
+{
+	const struct vt_config *cfg = &c->cfg;
+	u32 *rc = &c->tx.cc.dcqcn.rc, *rt = &c->tx.cc.dcqcn.rt;
+	u32 *alpha = &c->tx.cc.dcqcn.alpha_fp, n;
+	u64 cut;
+
+	/* alpha decays by (1 - g) every period without congestion */
+	n = periods(s->now, &c->tx.cc.dcqcn.last_alpha, cfg->dcqcn_timer_ns);
+	while (n--)
+		*alpha -= *alpha >> cfg->dcqcn_g_shift;
+
+	if (s->ce_count &&
+	    (!c->tx.cc.dcqcn.last_cut ||
+	     s->now - c->tx.cc.dcqcn.last_cut >= cfg->dcqcn_cnp_ns)) {
+		*rt = *rc;
+		cut = ((u64)*rc * *alpha) >> (VT_FP_SHIFT + 1);
+		*rc = (u32)VT_MAX((u64)cfg->dcqcn_min_mbps, *rc - cut);
+		*alpha = *alpha - (*alpha >> cfg->dcqcn_g_shift) +
+			 (VT_FP_ONE >> cfg->dcqcn_g_shift);
+		c->tx.cc.dcqcn.stage = 0;
+		c->tx.cc.dcqcn.last_cut = s->now;
+		c->tx.cc.dcqcn.last_inc = s->now;
+		c->tx.cc.dcqcn.last_alpha = s->now;
+		return;
+	}
+	/* fast recovery for dcqcn_f periods, then additive increase */
+	n = periods(s->now, &c->tx.cc.dcqcn.last_inc, cfg->dcqcn_timer_ns);
+	while (n--) {
+		if (++c->tx.cc.dcqcn.stage > cfg->dcqcn_f)
+			*rt = VT_MIN(*rt + cfg->dcqcn_rai_mbps,
+				     cfg->dcqcn_line_mbps);
+		*rc = (u32)(((u64)*rt + *rc) / 2);
+	}
+}
+
+static void cc_nop(struct vt_conn *c, u64 now)
+{
+	(void)c;
+	(void)now;
+}
+
+static u64 dcqcn_pacing_gap(const struct vt_conn *c, u32 len)
+{
+	/* bytes * 8 / Mbit/s = us; * 1000 = ns */
+	return vt_div64((u64)(len ? len : 1) * 8000, c->tx.cc.dcqcn.rc);
+}
+
+/* ---- go-back-N with a fixed window (Soft-RoCE behaviour) ---- */
+
+static void gbn_init(struct vt_conn *c, u64 now)
+{
+	(void)now;
+	c->tx.cwnd_fp = c->cfg.gbn_wnd << VT_FP_SHIFT;
+}
+
+static void gbn_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
+{
+	(void)c;
+	(void)s;
+}
+
+static u64 no_pacing(const struct vt_conn *c, u32 len)
+{
+	(void)c;
+	(void)len;
+	return 0;
+}
+
+static const struct vt_cc_ops vt_cc_table[VT_CC_MAX] = {
+	[VT_CC_SWIFT] = {
+		.name = "swift",
+		.init = swift_init,
+		.on_ack = swift_on_ack,
+		.on_loss = swift_on_loss,
+		.on_timeout = swift_on_timeout,
+		.pacing_gap = swift_pacing_gap,
+	},
+	[VT_CC_DCQCN] = {
+		.name = "dcqcn",
+		.init = dcqcn_init,
+		.on_ack = dcqcn_on_ack,
+		.on_loss = cc_nop,
+		.on_timeout = cc_nop,
+		.pacing_gap = dcqcn_pacing_gap,
+	},
+	[VT_CC_GBN] = {
+		.name = "gbn",
+		.flags = VT_CCF_GBN,
+		.init = gbn_init,
+		.on_ack = gbn_on_ack,
+		.on_loss = cc_nop,
+		.on_timeout = cc_nop,
+		.pacing_gap = no_pacing,
+	},
+};
+
+const struct vt_cc_ops *vt_cc_get(u32 algo)
+{
+	return &vt_cc_table[algo < VT_CC_MAX ? algo : VT_CC_SWIFT];
+}

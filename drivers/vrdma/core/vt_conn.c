@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vt_conn.c - configuration defaults, connection setup and telemetry.
+ * The reason behind each default is in docs/transport.md.
+ */
+#include "vt_core.h"
+
+void vt_config_default(struct vt_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mtu = 4096;
+	cfg->max_wnd = 256;
+	cfg->init_cwnd = 32;
+	cfg->rx_wnd = VT_WIN;
+	cfg->cc = VT_CC_SWIFT;
+	cfg->num_paths = 4;
+	cfg->rto_min_ns = 300000;
+	cfg->rto_max_ns = 100000000;
+	cfg->rto_init_ns = 1000000;
+	cfg->retry_cnt = 7;
+	cfg->rnr_retry = 7;
+	cfg->rnr_delay_ns = 100000;
+	cfg->tlp_min_ns = 50000;
+	cfg->ack_coalesce_bytes = 16384;
+	cfg->ack_delay_ns = 4000;
+	cfg->reo_mult_max = 8;
+	cfg->path_penalty_ns = 50000;
+	cfg->plb_rounds = 5;
+	cfg->plb_cong_pct = 50;
+	cfg->swift_target_ns = 25000;
+	cfg->swift_ai_fp = VT_FP_ONE;
+	cfg->swift_beta_fp = (VT_FP_ONE * 4) / 5;	/* 0.8 */
+	cfg->swift_max_mdf_fp = VT_FP_ONE / 2;		/* 0.5 */
+	cfg->swift_min_cwnd_fp = VT_FP_ONE / 100;	/* 0.01 packet */
+	cfg->swift_qa_mult = 4;
+	cfg->swift_use_ecn = 1;
+	cfg->swift_rto_reset = 5;
+	cfg->dcqcn_line_mbps = 25000;
+	cfg->dcqcn_min_mbps = 100;
+	cfg->dcqcn_rai_mbps = 40;
+	cfg->dcqcn_g_shift = 8;
+	cfg->dcqcn_timer_ns = 55000;
+	cfg->dcqcn_cnp_ns = 50000;
+	cfg->dcqcn_f = 5;
+	cfg->gbn_wnd = 128;
+	cfg->gbn_rto_ns = 4096ULL << 14;	/* rxe: 4.096 us * 2^14 */
+}
+
+int vt_config_check(const struct vt_config *cfg)
+{
+	if (!cfg)
+		return VT_ERR_INVAL;
+	if (!cfg->mtu || cfg->mtu > VT_MAX_PAYLOAD)
+		return VT_ERR_INVAL;
+	if (!cfg->max_wnd || cfg->max_wnd > VT_WIN || !cfg->init_cwnd)
+		return VT_ERR_INVAL;
+	if (!cfg->rx_wnd || cfg->rx_wnd > VT_WIN)
+		return VT_ERR_INVAL;
+	if (cfg->cc >= VT_CC_MAX)
+		return VT_ERR_INVAL;
+	if (!cfg->num_paths || cfg->num_paths > VT_MAX_PATHS)
+		return VT_ERR_INVAL;
+	if (!cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns ||
+	    !cfg->rto_init_ns)
+		return VT_ERR_INVAL;
+	if (cfg->retry_cnt > 7 || cfg->rnr_retry > 7)
+		return VT_ERR_INVAL;
+	if (!cfg->swift_target_ns || !cfg->swift_min_cwnd_fp ||
+	    cfg->swift_max_mdf_fp > VT_FP_ONE ||
+	    cfg->swift_beta_fp > VT_FP_ONE)
+		return VT_ERR_INVAL;
+	if (!cfg->dcqcn_line_mbps || !cfg->dcqcn_min_mbps ||
+	    cfg->dcqcn_min_mbps > cfg->dcqcn_line_mbps ||
+	    cfg->dcqcn_g_shift > 16 || !cfg->dcqcn_timer_ns)
+		return VT_ERR_INVAL;
+	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
+		return VT_ERR_INVAL;
+	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100)
+		return VT_ERR_INVAL;
+	return 0;
+}
+
+int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
+		 u32 local_id, u32 remote_id, u32 init_psn, u32 peer_psn,
+		 u64 now)
+{
+	int rc = vt_config_check(cfg);
+
+	if (rc)
+		return rc;
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->ops = vt_cc_get(cfg->cc);
+	c->local_id = local_id;
+	c->remote_id = remote_id;
+
+	c->tx.snd_una = init_psn;
+	c->tx.snd_nxt = init_psn;
+	c->tx.retx_hint = init_psn;
+	c->tx.round_end = init_psn;
+	c->tx.rwnd = cfg->rx_wnd;
+	c->tx.reo_mult = 1;
+	c->tx.dlv_start = now;
+	c->tx.rto_deadline = VT_NEVER;
+	c->tx.tlp_deadline = VT_NEVER;
+	c->tx.reo_deadline = VT_NEVER;
+	c->ops->init(c, now);
+
+	c->rx.epsn = peer_psn;
+	c->rx.ack_deadline = VT_NEVER;
+	c->rx.rwnd = cfg->rx_wnd;
+	c->rx.strict = !!(c->ops->flags & VT_CCF_GBN);
+	return 0;
+}
+
+const char *const vt_stat_names[VT_STAT_MAX] = {
+	[VT_STAT_TX_PKTS] = "tx_pkts",
+	[VT_STAT_TX_BYTES] = "tx_bytes",
+	[VT_STAT_RETX_PKTS] = "retx_pkts",
+	[VT_STAT_RETX_RACK] = "retx_rack",
+	[VT_STAT_RETX_TLP] = "retx_tlp",
+	[VT_STAT_RETX_RTO] = "retx_rto",
+	[VT_STAT_RETX_NACK] = "retx_nack",
+	[VT_STAT_RETX_RNR] = "retx_rnr",
+	[VT_STAT_TIMEOUTS] = "timeouts",
+	[VT_STAT_TLP_PROBES] = "tlp_probes",
+	[VT_STAT_SPURIOUS] = "spurious_retx",
+	[VT_STAT_ACKS_RCVD] = "acks_rcvd",
+	[VT_STAT_NACKS_RCVD] = "nacks_rcvd",
+	[VT_STAT_ACKS_STALE] = "acks_stale",
+	[VT_STAT_ECN_CE_RCVD] = "ecn_ce_echoed",
+	[VT_STAT_RNR_RCVD] = "rnr_nacks_rcvd",
+	[VT_STAT_REPATHS] = "repaths",
+	[VT_STAT_MSGS_DONE] = "msgs_done",
+	[VT_STAT_RX_PKTS] = "rx_pkts",
+	[VT_STAT_RX_BYTES] = "rx_bytes",
+	[VT_STAT_RX_DUP] = "rx_dup",
+	[VT_STAT_RX_OOO] = "rx_ooo",
+	[VT_STAT_RX_OUT_OF_WND] = "rx_out_of_wnd",
+	[VT_STAT_RX_CE] = "rx_ce",
+	[VT_STAT_ACKS_SENT] = "acks_sent",
+	[VT_STAT_NACKS_SENT] = "nacks_sent",
+	[VT_STAT_CWND_FP] = "cwnd_fp",
+	[VT_STAT_RATE_MBPS] = "rate_mbps",
+	[VT_STAT_SRTT_NS] = "srtt_ns",
+	[VT_STAT_RTTVAR_NS] = "rttvar_ns",
+	[VT_STAT_MIN_RTT_NS] = "min_rtt_ns",
+	[VT_STAT_RTO_NS] = "rto_ns",
+	[VT_STAT_INFLIGHT] = "inflight",
+	[VT_STAT_PATHS_IN_USE] = "paths_in_use",
+};
+
+/* Copy counters and fill gauges: @vals has VT_STAT_MAX entries. */
+void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals)
+{
+	memcpy(vals, c->stats, sizeof(c->stats));
+	vals[VT_STAT_CWND_FP] = c->tx.cwnd_fp;
+	vals[VT_STAT_RATE_MBPS] = c->cfg.cc == VT_CC_DCQCN ?
+				  c->tx.cc.dcqcn.rc : 0;
+	vals[VT_STAT_SRTT_NS] = c->tx.srtt;
+	vals[VT_STAT_RTTVAR_NS] = c->tx.rttvar;
+	vals[VT_STAT_MIN_RTT_NS] = c->tx.min_rtt;
+	vals[VT_STAT_RTO_NS] = vt_tx_rto(c);
+	vals[VT_STAT_INFLIGHT] = c->tx.inflight;
+	vals[VT_STAT_PATHS_IN_USE] = vt_paths_in_use(c, now);
+}

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vt_core.h - the vrdma transport engine: a functional core.
+ *
+ * Every entry point takes the current time (u64 ns, caller's monotonic
+ * clock) and one event, updates the connection and returns decisions:
+ * what to send or retransmit, when to wake up, what to acknowledge.  The
+ * core never allocates, sleeps, locks or reads a clock; the caller embeds
+ * struct vt_conn (sizeof is documented in docs/transport.md) and
+ * serialises calls on one connection.  Algorithms and defaults:
+ * docs/transport.md.
+ */
+#ifndef VT_CORE_H
+#define VT_CORE_H
+
+#include "vt_platform.h"
+#include "vt_wire.h"
+
+/* packets in flight per connection, a power of two; PSN metadata ring */
+#ifndef VT_WIN
+#define VT_WIN		1024
+#endif
+#define VT_WIN_WORDS	(VT_WIN / 64)
+#define VT_MAX_PATHS	16
+#define VT_MSGQ		64	/* queued, not yet fully sent messages */
+#define VT_NEVER	(~(u64)0)
+#define VT_FP_SHIFT	16	/* fixed point: 1.0 == 1 << 16 */
+#define VT_FP_ONE	(1U << VT_FP_SHIFT)
+
+enum vt_cc_algo {
+	VT_CC_SWIFT = 0,	/* delay-based default (Swift/NSCC family) */
+	VT_CC_DCQCN = 1,	/* ECN rate-based RoCE baseline */
+	VT_CC_GBN = 2,		/* fixed window go-back-N, like Soft-RoCE */
+	VT_CC_MAX,
+};
+
+struct vt_config {
+	u32 mtu;		/* payload bytes per packet */
+	u32 max_wnd;		/* packets, <= VT_WIN */
+	u32 init_cwnd;		/* packets, Swift initial window */
+	u32 rx_wnd;		/* receive reorder window, packets <= VT_WIN */
+	u32 cc;			/* enum vt_cc_algo */
+	u32 num_paths;		/* 1 = single path + PLB, else spraying */
+	u64 rto_min_ns;
+	u64 rto_max_ns;
+	u64 rto_init_ns;	/* before the first RTT sample */
+	u32 retry_cnt;		/* verbs retry_cnt, 0..7 */
+	u32 rnr_retry;		/* verbs rnr_retry, 7 = infinite */
+	u64 rnr_delay_ns;	/* RNR wait when the NACK suggests none */
+	u64 tlp_min_ns;
+	u32 ack_coalesce_bytes;
+	u64 ack_delay_ns;
+	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
+	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
+	u32 plb_rounds;		/* congested rounds before repathing */
+	u32 plb_cong_pct;	/* % congested packets making a round bad */
+	/* Swift */
+	u64 swift_target_ns;
+	u32 swift_ai_fp;	/* additive increase, packets, fixed point */
+	u32 swift_beta_fp;
+	u32 swift_max_mdf_fp;
+	u32 swift_min_cwnd_fp;
+	u32 swift_qa_mult;	/* fast decrease when delay > mult*target */
+	u32 swift_use_ecn;
+	u32 swift_rto_reset;	/* consecutive RTOs before min cwnd */
+	/* DCQCN */
+	u32 dcqcn_line_mbps;
+	u32 dcqcn_min_mbps;
+	u32 dcqcn_rai_mbps;
+	u32 dcqcn_g_shift;	/* g = 1 / 2^shift */
+	u64 dcqcn_timer_ns;	/* alpha and rate increase period */
+	u64 dcqcn_cnp_ns;	/* at most one cut per interval */
+	u32 dcqcn_f;		/* fast recovery stages */
+	/* go-back-N baseline */
+	u32 gbn_wnd;
+	u64 gbn_rto_ns;
+};
+
+struct vt_conn;
+
+struct vt_cc_sample {
+	u64 now;
+	u64 delay_ns;		/* fabric delay sample, valid if has_delay */
+	u32 acked_pkts;
+	u32 ce_count;
+	bool has_delay;
+};
+
+#define VT_CCF_GBN	0x1	/* go-back-N recovery, in-order receiver */
+
+struct vt_cc_ops {
+	const char *name;
+	u32 flags;
+	void (*init)(struct vt_conn *c, u64 now);
+	void (*on_ack)(struct vt_conn *c, const struct vt_cc_sample *s);
+	void (*on_loss)(struct vt_conn *c, u64 now);
+	void (*on_timeout)(struct vt_conn *c, u64 now);
+	u64 (*pacing_gap)(const struct vt_conn *c, u32 len);
+};
+
+enum vt_cause {
+	VT_CAUSE_NONE = 0,
+	VT_CAUSE_RACK,		/* time-based loss detection */
+	VT_CAUSE_TLP,		/* tail loss probe */
+	VT_CAUSE_RTO,
+	VT_CAUSE_NACK,		/* sequence-error NACK */
+	VT_CAUSE_RNR,
+	VT_CAUSE_MAX,
+};
+
+enum vt_stat {
+	VT_STAT_TX_PKTS,
+	VT_STAT_TX_BYTES,
+	VT_STAT_RETX_PKTS,
+	VT_STAT_RETX_RACK,
+	VT_STAT_RETX_TLP,
+	VT_STAT_RETX_RTO,
+	VT_STAT_RETX_NACK,
+	VT_STAT_RETX_RNR,
+	VT_STAT_TIMEOUTS,
+	VT_STAT_TLP_PROBES,
+	VT_STAT_SPURIOUS,
+	VT_STAT_ACKS_RCVD,
+	VT_STAT_NACKS_RCVD,
+	VT_STAT_ACKS_STALE,
+	VT_STAT_ECN_CE_RCVD,
+	VT_STAT_RNR_RCVD,
+	VT_STAT_REPATHS,
+	VT_STAT_MSGS_DONE,
+	VT_STAT_RX_PKTS,
+	VT_STAT_RX_BYTES,
+	VT_STAT_RX_DUP,
+	VT_STAT_RX_OOO,
+	VT_STAT_RX_OUT_OF_WND,
+	VT_STAT_RX_CE,
+	VT_STAT_ACKS_SENT,
+	VT_STAT_NACKS_SENT,
+	/* gauges */
+	VT_STAT_CWND_FP,
+	VT_STAT_RATE_MBPS,
+	VT_STAT_SRTT_NS,
+	VT_STAT_RTTVAR_NS,
+	VT_STAT_MIN_RTT_NS,
+	VT_STAT_RTO_NS,
+	VT_STAT_INFLIGHT,
+	VT_STAT_PATHS_IN_USE,
+	VT_STAT_MAX,
+};
+
+extern const char *const vt_stat_names[VT_STAT_MAX];
+
+/* per-PSN sender metadata (32 bytes) */
+struct vt_tx_pkt {
+	u64 xmit_ts;		/* last transmission */
+	u32 msg_id;
+	u32 msg_off;
+	u32 msg_len;
+	u16 len;
+	u8 flags;		/* VT_PKT_* */
+	u8 wflags;		/* VT_F_SOM / VT_F_EOM */
+	u8 path;
+	u8 retx;		/* retransmissions so far */
+	u8 cause;		/* enum vt_cause of a pending retransmit */
+	u8 pad;
+};
+
+struct vt_msgq_ent {
+	u32 id;
+	u32 len;
+};
+
+struct vt_path {
+	u64 penalty_until;
+	u32 gen;		/* entropy generation, bumped on repath */
+	u32 pad;
+};
+
+struct vt_tx {
+	u32 snd_una;		/* oldest unacknowledged PSN */
+	u32 snd_nxt;		/* next new PSN */
+	u32 inflight;		/* sent, not delivered, not marked lost */
+	u32 lost;		/* marked lost, not yet retransmitted */
+	u32 retx_hint;		/* no lost packet below this PSN */
+	u32 rwnd;
+	u32 cwnd_fp;		/* packets, fixed point */
+	int error;		/* sticky VT_ERR_*, 0 while healthy */
+	u32 mq_head, mq_tail, mq_off;
+	u32 backoff, retries, rnr_count, consec_rto;
+	u32 recovery_end;
+	bool in_recovery;
+	bool tlp_pending;	/* probe to send at next poll */
+	bool tlp_out;		/* probe in flight, no TLP until progress */
+	u32 reo_mult;
+	u32 reo_clean;		/* packets acked since the last spurious */
+	u32 path_rr;
+	u32 round_end, round_pkts, round_cong, plb_bad;
+	u32 dlv_cur, dlv_prev;	/* packets delivered this / last RTT */
+	u64 dlv_start;
+	u64 next_send_ts;
+	u64 rto_deadline, tlp_deadline, reo_deadline, rnr_until;
+	u64 rack_xmit_ts, rack_rtt;
+	u32 rack_psn;
+	u64 srtt, rttvar, min_rtt;
+	union {
+		struct {
+			u64 last_decrease;
+		} swift;
+		struct {
+			u32 rc, rt, alpha_fp, stage;
+			u64 last_cut, last_alpha, last_inc;
+		} dcqcn;
+	} cc;
+	struct vt_msgq_ent mq[VT_MSGQ];
+	struct vt_path path[VT_MAX_PATHS];
+	struct vt_tx_pkt ring[VT_WIN];
+};
+
+struct vt_rx {
+	u32 epsn;		/* next expected PSN; all before received */
+	u32 pend_pkts, pend_bytes;
+	u32 ce_pend;
+	u32 last_psn;
+	u64 last_ts, last_arrival;
+	u64 ack_deadline;	/* VT_NEVER when no ACK is owed */
+	bool ack_now;
+	bool last_dup;
+	bool strict;		/* in-order only (go-back-N) */
+	bool seq_nacked;	/* a sequence NACK for epsn went out */
+	u8 last_path;
+	u8 nack;
+	u16 rnr_wait_us;
+	u32 rwnd;
+	u64 rcvd[VT_WIN_WORDS];
+	u64 eom[VT_WIN_WORDS];
+};
+
+struct vt_conn {
+	struct vt_config cfg;
+	const struct vt_cc_ops *ops;
+	u32 local_id, remote_id;
+	struct vt_tx tx;
+	struct vt_rx rx;
+	u64 stats[VT_STAT_MAX];
+};
+
+/* ---- setup ---- */
+void vt_config_default(struct vt_config *cfg);
+int vt_config_check(const struct vt_config *cfg);
+int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
+		 u32 local_id, u32 remote_id, u32 init_psn, u32 peer_psn,
+		 u64 now);
+const struct vt_cc_ops *vt_cc_get(u32 algo);
+
+/* ---- sender ---- */
+enum vt_tx_action {
+	VT_TX_IDLE = 0,		/* nothing to do until a new event */
+	VT_TX_WAIT,		/* nothing now, call vt_tx_on_timer at wake_at */
+	VT_TX_SEND,		/* transmit new PSN */
+	VT_TX_RETX,		/* retransmit PSN (cause) */
+	VT_TX_ERROR,		/* connection failed: error */
+};
+
+struct vt_tx_decision {
+	u32 action;		/* enum vt_tx_action */
+	u32 psn;
+	u32 len;		/* payload bytes */
+	u32 msg_id, msg_off, msg_len;
+	u8 flags;		/* wire flags: VT_F_SOM/EOM/ACKREQ/RETX */
+	u8 path;		/* path slot: put it in the header */
+	u16 entropy;		/* add to the UDP source port base */
+	u8 cause;		/* enum vt_cause for VT_TX_RETX */
+	u64 ts;			/* put it in tx_ts */
+	u64 wake_at;		/* VT_TX_WAIT */
+	int error;		/* VT_TX_ERROR */
+};
+
+struct vt_ack_result {
+	u32 acked_pkts;		/* newly delivered (cumulative + SACK) */
+	u32 cum_advanced;	/* snd_una moved by this many PSNs */
+	u32 msgs_done;		/* messages fully acked, in order */
+	u32 newly_lost;
+	int error;		/* VT_ERR_* when the ACK failed the QP */
+};
+
+int vt_tx_enqueue(struct vt_conn *c, u32 msg_id, u32 msg_len);
+int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d);
+int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
+		 struct vt_ack_result *r);
+void vt_tx_on_timer(struct vt_conn *c, u64 now);
+u64 vt_tx_next_wakeup(const struct vt_conn *c);
+u32 vt_tx_wnd(const struct vt_conn *c);
+bool vt_tx_idle(const struct vt_conn *c);
+u64 vt_tx_rto(const struct vt_conn *c);
+u16 vt_path_entropy(const struct vt_conn *c, u32 path);
+u32 vt_paths_in_use(const struct vt_conn *c, u64 now);
+
+/* ---- receiver ---- */
+enum vt_rx_result {
+	VT_RX_ACCEPT = 0,	/* new: place the payload */
+	VT_RX_DUP,		/* already received: drop the payload */
+	VT_RX_OUT_OF_WND,	/* beyond the window: drop */
+	VT_RX_DROP,		/* out of order in strict mode: drop */
+	VT_RX_NACKED,		/* rejected with the caller's NACK code */
+};
+
+struct vt_rx_verdict {
+	u32 result;		/* enum vt_rx_result */
+	u32 deliver_psn;	/* [deliver_psn, +deliver_cnt) now in order */
+	u32 deliver_cnt;
+	u32 msgs_done;		/* messages completed in order */
+	bool ack_now;		/* build and send an ACK now */
+	u64 ack_at;		/* else an ACK is due at (VT_NEVER: none) */
+};
+
+int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
+		  bool ce, u8 nack, struct vt_rx_verdict *v);
+bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
+u64 vt_rx_next_wakeup(const struct vt_conn *c);
+void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
+void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
+
+/* ---- telemetry ---- */
+void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals);
+
+/* ---- internal, shared between core files ---- */
+void vt_path_penalize(struct vt_conn *c, u32 path, u64 now, u32 mult);
+u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid);
+void vt_plb_on_ack(struct vt_conn *c, u32 acked, u32 congested);
+void vt_path_repath(struct vt_conn *c, u32 path);
+
+#endif /* VT_CORE_H */

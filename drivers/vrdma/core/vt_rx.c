@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vt_rx.c - receiver half: out-of-order acceptance within a window,
+ * duplicate detection, in-order delivery, ACK/NACK generation with
+ * coalescing by bytes and time.
+ */
+#include "vt_core.h"
+
+static bool bit_test(const u64 *bm, u32 psn)
+{
+	u32 i = psn % VT_WIN;
+
+	return (bm[i / 64] >> (i % 64)) & 1;
+}
+
+static void bit_set(u64 *bm, u32 psn)
+{
+	u32 i = psn % VT_WIN;
+
+	bm[i / 64] |= 1ULL << (i % 64);
+}
+
+static void bit_clear(u64 *bm, u32 psn)
+{
+	u32 i = psn % VT_WIN;
+
+	bm[i / 64] &= ~(1ULL << (i % 64));
+}
+
+static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
+		     struct vt_rx_verdict *v)
+{
+	struct vt_rx *rx = &c->rx;
+	u32 off = h->psn - rx->epsn;
+	bool urgent = false;
+
+	bit_set(rx->rcvd, h->psn);
+	if (h->flags & VT_F_EOM)
+		bit_set(rx->eom, h->psn);
+	c->stats[VT_STAT_RX_BYTES] += h->payload_len;
+	if (off) {
+		/* a hole before this packet: tell the sender at once */
+		c->stats[VT_STAT_RX_OOO]++;
+		urgent = true;
+	} else if (bit_test(rx->rcvd, h->psn + 1)) {
+		urgent = true;	/* filled a hole */
+	}
+	while (bit_test(rx->rcvd, rx->epsn) && v->deliver_cnt < VT_WIN) {
+		if (bit_test(rx->eom, rx->epsn))
+			v->msgs_done++;
+		bit_clear(rx->rcvd, rx->epsn);
+		bit_clear(rx->eom, rx->epsn);
+		rx->epsn++;
+		v->deliver_cnt++;
+	}
+	if (v->deliver_cnt)
+		rx->seq_nacked = false;
+	if (h->flags & (VT_F_EOM | VT_F_ACKREQ | VT_F_RETX))
+		urgent = true;
+	rx->pend_pkts++;
+	rx->pend_bytes += h->payload_len;
+	if (rx->pend_bytes >= c->cfg.ack_coalesce_bytes)
+		urgent = true;
+	return urgent;
+}
+
+/*
+ * One data packet arrived at @now.  @ce: the IP header carried ECN CE.
+ * @nack: a NACK code the caller wants for this packet (RNR when no receive
+ * WQE is posted, remote access or invalid request after its checks), or 0;
+ * it is ignored for duplicates.  The verdict says whether to place the
+ * payload, which PSNs and messages became deliverable in order, and when
+ * an ACK is due.
+ */
+int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
+		  bool ce, u8 nack, struct vt_rx_verdict *v)
+{
+	struct vt_rx *rx = &c->rx;
+	u32 off;
+	bool urgent = false;
+
+	if (!h || !v || nack > VT_NACK_MAX)
+		return VT_ERR_INVAL;
+	memset(v, 0, sizeof(*v));
+	v->deliver_psn = rx->epsn;
+	off = h->psn - rx->epsn;
+	c->stats[VT_STAT_RX_PKTS]++;
+	if (ce) {
+		c->stats[VT_STAT_RX_CE]++;
+		rx->ce_pend++;
+		urgent = true;
+	}
+	rx->last_ts = h->tx_ts;
+	rx->last_arrival = now;
+	rx->last_path = h->path;
+	rx->last_psn = h->psn;
+	rx->last_dup = false;
+
+	if (vt_psn_lt(h->psn, rx->epsn) ||
+	    (off < rx->rwnd && bit_test(rx->rcvd, h->psn))) {
+		c->stats[VT_STAT_RX_DUP]++;
+		rx->last_dup = true;
+		v->result = VT_RX_DUP;
+		urgent = true;
+	} else if (off >= rx->rwnd) {
+		c->stats[VT_STAT_RX_OUT_OF_WND]++;
+		rx->nack = VT_NACK_SEQ;
+		v->result = VT_RX_OUT_OF_WND;
+		urgent = true;
+	} else if (nack) {
+		rx->nack = nack;
+		v->result = VT_RX_NACKED;
+		urgent = true;
+	} else if (rx->strict && off) {
+		/* go-back-N: drop, one sequence NACK per expected PSN */
+		c->stats[VT_STAT_RX_OOO]++;
+		v->result = VT_RX_DROP;
+		if (!rx->seq_nacked) {
+			rx->seq_nacked = true;
+			rx->nack = VT_NACK_SEQ;
+			urgent = true;
+		}
+	} else {
+		v->result = VT_RX_ACCEPT;
+		urgent |= rx_accept(c, h, v);
+	}
+
+	if (urgent)
+		rx->ack_now = true;
+	else if (rx->ack_deadline == VT_NEVER && v->result == VT_RX_ACCEPT)
+		rx->ack_deadline = now + c->cfg.ack_delay_ns;
+	v->ack_now = rx->ack_now;
+	v->ack_at = rx->ack_now ? now : rx->ack_deadline;
+	return 0;
+}
+
+bool vt_rx_ack_due(const struct vt_conn *c, u64 now)
+{
+	return c->rx.ack_now || now >= c->rx.ack_deadline;
+}
+
+u64 vt_rx_next_wakeup(const struct vt_conn *c)
+{
+	return c->rx.ack_now ? 0 : c->rx.ack_deadline;
+}
+
+void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd)
+{
+	c->rx.rwnd = VT_MAX(1U, VT_MIN(rwnd, c->cfg.rx_wnd));
+}
+
+/* Build the ACK (or NACK) owed now and clear the pending state. */
+void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a)
+{
+	struct vt_rx *rx = &c->rx;
+	u32 i, lim = VT_MIN(rx->rwnd, (u32)VT_SACK_BITS);
+	u64 hold = now > rx->last_arrival ? now - rx->last_arrival : 0;
+
+	memset(a, 0, sizeof(*a));
+	a->opcode = rx->nack ? VT_OP_NACK : VT_OP_ACK;
+	a->nack_code = rx->nack;
+	a->rnr_wait_us = rx->nack == VT_NACK_RNR ? rx->rnr_wait_us : 0;
+	a->flags = rx->last_dup ? VT_AF_DUP : 0;
+	a->echo_path = rx->last_path;
+	a->dst_conn = c->remote_id;
+	a->cum_psn = rx->epsn;
+	a->trig_psn = rx->last_psn;
+	a->echo_ts = rx->last_ts;
+	a->hold_ns = (u32)VT_MIN(hold, (u64)0xffffffffU);
+	a->ce_count = (u8)VT_MIN(rx->ce_pend, 255U);
+	a->rwnd = (u16)VT_MIN(rx->rwnd, 0xffffU);
+	for (i = 1; i < lim; i++)
+		if (bit_test(rx->rcvd, rx->epsn + i))
+			a->sack[i / 64] |= 1ULL << (i % 64);
+
+	c->stats[rx->nack ? VT_STAT_NACKS_SENT : VT_STAT_ACKS_SENT]++;
+	rx->pend_pkts = 0;
+	rx->pend_bytes = 0;
+	rx->ce_pend = 0;
+	rx->ack_now = false;
+	rx->ack_deadline = VT_NEVER;
+	rx->nack = VT_NACK_NONE;
+	rx->last_dup = false;
+}

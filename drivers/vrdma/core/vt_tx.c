@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vt_tx.c - sender half: windows, RTT estimation, time-based loss
+ * detection (RACK, RFC 8985), tail loss probe, RTO with exponential
+ * backoff, retry and RNR limits, selective repeat or go-back-N.
+ */
+#include "vt_core.h"
+
+#define VT_PKT_INFLIGHT	0x01	/* counted in tx.inflight */
+#define VT_PKT_SACKED	0x02	/* delivered, waiting for cumulative ACK */
+#define VT_PKT_LOST	0x04	/* marked lost, retransmit pending */
+#define VT_PKT_SPUR	0x08	/* its spurious retransmit was counted */
+
+#define VT_BACKOFF_MAX	16
+
+static struct vt_tx_pkt *slot(struct vt_tx *t, u32 psn)
+{
+	return &t->ring[psn % VT_WIN];
+}
+
+static bool is_gbn(const struct vt_conn *c)
+{
+	return c->ops->flags & VT_CCF_GBN;
+}
+
+static u32 outstanding(const struct vt_tx *t)
+{
+	return t->snd_nxt - t->snd_una;
+}
+
+static bool in_flight_range(const struct vt_tx *t, u32 psn)
+{
+	return psn - t->snd_una < outstanding(t);
+}
+
+static void fail(struct vt_conn *c, int err)
+{
+	c->tx.error = err;
+	c->tx.rto_deadline = VT_NEVER;
+	c->tx.tlp_deadline = VT_NEVER;
+	c->tx.reo_deadline = VT_NEVER;
+}
+
+/* RTO = max(rto_min, srtt + 4 * rttvar) << backoff, at most rto_max */
+u64 vt_tx_rto(const struct vt_conn *c)
+{
+	const struct vt_tx *t = &c->tx;
+	u64 rto;
+
+	if (is_gbn(c))
+		return c->cfg.gbn_rto_ns;
+	rto = t->srtt ? t->srtt + 4 * t->rttvar : c->cfg.rto_init_ns;
+	rto = VT_MAX(rto, c->cfg.rto_min_ns);
+	if (rto > (c->cfg.rto_max_ns >> t->backoff))
+		return c->cfg.rto_max_ns;
+	return VT_MIN(rto << t->backoff, c->cfg.rto_max_ns);
+}
+
+static u64 pto(const struct vt_conn *c)
+{
+	if (!c->tx.srtt)
+		return c->cfg.rto_init_ns;
+	return VT_MAX(2 * c->tx.srtt, c->cfg.tlp_min_ns);
+}
+
+static u64 reo_wnd(const struct vt_conn *c)
+{
+	u64 w = (c->tx.min_rtt >> 2) * c->tx.reo_mult;
+
+	return VT_MIN(w, c->tx.srtt);
+}
+
+/* TX window = min(cwnd, receiver window, configured maximum) */
+u32 vt_tx_wnd(const struct vt_conn *c)
+{
+	u32 w = c->tx.cwnd_fp >> VT_FP_SHIFT;
+
+	w = VT_MIN(w, c->tx.rwnd);
+	w = VT_MIN(w, is_gbn(c) ? c->cfg.gbn_wnd : c->cfg.max_wnd);
+	return VT_MAX(w, 1U);
+}
+
+bool vt_tx_idle(const struct vt_conn *c)
+{
+	return !outstanding(&c->tx) && c->tx.mq_head == c->tx.mq_tail;
+}
+
+int vt_tx_enqueue(struct vt_conn *c, u32 msg_id, u32 msg_len)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->error)
+		return t->error;
+	if (t->mq_tail - t->mq_head >= VT_MSGQ)
+		return VT_ERR_FULL;
+	t->mq[t->mq_tail % VT_MSGQ].id = msg_id;
+	t->mq[t->mq_tail % VT_MSGQ].len = msg_len;
+	t->mq_tail++;
+	return 0;
+}
+
+static bool new_allowed(const struct vt_conn *c)
+{
+	const struct vt_tx *t = &c->tx;
+	u32 out = outstanding(t), wnd = vt_tx_wnd(c);
+
+	if (t->mq_head == t->mq_tail || out >= VT_WIN || out >= t->rwnd)
+		return false;
+	if (is_gbn(c))
+		return out < wnd;
+	return t->inflight < wnd;
+}
+
+static bool retx_allowed(const struct vt_conn *c)
+{
+	return c->tx.lost && (!c->tx.inflight || c->tx.inflight < vt_tx_wnd(c));
+}
+
+static bool can_send(const struct vt_conn *c)
+{
+	return retx_allowed(c) || c->tx.tlp_pending || new_allowed(c);
+}
+
+u64 vt_tx_next_wakeup(const struct vt_conn *c)
+{
+	const struct vt_tx *t = &c->tx;
+	u64 w;
+
+	if (t->error)
+		return VT_NEVER;
+	w = VT_MIN(t->rto_deadline, VT_MIN(t->tlp_deadline, t->reo_deadline));
+	if (can_send(c))
+		w = VT_MIN(w, VT_MAX(t->next_send_ts, t->rnr_until));
+	return w;
+}
+
+static void rtt_update(struct vt_tx *t, u64 rtt)
+{
+	u64 delta;
+
+	if (!rtt)
+		rtt = 1;
+	if (!t->srtt) {
+		t->srtt = rtt;
+		t->rttvar = rtt / 2;
+	} else {
+		delta = t->srtt > rtt ? t->srtt - rtt : rtt - t->srtt;
+		t->rttvar = (3 * t->rttvar + delta) / 4;
+		t->srtt = (7 * t->srtt + rtt) / 8;
+	}
+	if (!t->min_rtt || rtt < t->min_rtt)
+		t->min_rtt = rtt;
+}
+
+static void arm_timers(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u64 p;
+
+	if (!outstanding(t)) {
+		t->rto_deadline = VT_NEVER;
+		t->tlp_deadline = VT_NEVER;
+		t->reo_deadline = VT_NEVER;
+		return;
+	}
+	if (t->rto_deadline == VT_NEVER)
+		t->rto_deadline = VT_MAX(now, t->rnr_until) + vt_tx_rto(c);
+	if (is_gbn(c) || t->tlp_out || t->tlp_pending || t->lost ||
+	    t->tlp_deadline != VT_NEVER)
+		return;
+	p = now + pto(c);
+	if (p < t->rto_deadline)
+		t->tlp_deadline = p;
+}
+
+static void mark_lost(struct vt_conn *c, u32 psn, u8 cause, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_tx_pkt *p = slot(t, psn);
+
+	if (p->flags & (VT_PKT_SACKED | VT_PKT_LOST))
+		return;
+	if (p->flags & VT_PKT_INFLIGHT) {
+		p->flags &= ~VT_PKT_INFLIGHT;
+		t->inflight--;
+	}
+	p->flags |= VT_PKT_LOST;
+	p->cause = cause;
+	t->lost++;
+	if (vt_psn_lt(psn, t->retx_hint))
+		t->retx_hint = psn;
+	if (cause == VT_CAUSE_RACK || cause == VT_CAUSE_NACK)
+		vt_path_penalize(c, p->path, now, 2);
+}
+
+/* A packet was delivered (cumulatively or selectively) for the first time. */
+static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
+		    struct vt_ack_result *r)
+{
+	struct vt_tx *t = &c->tx;
+
+	r->acked_pkts++;
+	if (p->flags & VT_PKT_INFLIGHT)
+		t->inflight--;
+	if (p->flags & VT_PKT_LOST)
+		t->lost--;
+	p->flags = (p->flags & VT_PKT_SPUR) | VT_PKT_SACKED;
+	/* RACK: remember the latest-sent delivered packet (RFC 8985 6.2) */
+	if (p->retx && now - p->xmit_ts < t->min_rtt)
+		return;	/* may be the ACK of an earlier copy */
+	if (p->xmit_ts > t->rack_xmit_ts ||
+	    (p->xmit_ts == t->rack_xmit_ts && vt_psn_lt(t->rack_psn, psn))) {
+		t->rack_xmit_ts = p->xmit_ts;
+		t->rack_psn = psn;
+		t->rack_rtt = now - p->xmit_ts;
+	}
+}
+
+/*
+ * RACK: a packet is lost when one sent after it was delivered and
+ * rack_rtt + reo_wnd passed since it was sent; otherwise the reorder
+ * timer is armed for the earliest such deadline.
+ */
+static u32 rack_detect(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u64 reo = reo_wnd(c), deadline;
+	u32 psn, n = 0;
+	struct vt_tx_pkt *p;
+
+	t->reo_deadline = VT_NEVER;
+	for (psn = t->snd_una; psn != t->snd_nxt; psn++) {
+		p = slot(t, psn);
+		if (!(p->flags & VT_PKT_INFLIGHT))
+			continue;
+		if (p->xmit_ts > t->rack_xmit_ts ||
+		    (p->xmit_ts == t->rack_xmit_ts &&
+		     !vt_psn_lt(psn, t->rack_psn)))
+			continue;
+		deadline = p->xmit_ts + t->rack_rtt + reo;
+		if (now >= deadline) {
+			mark_lost(c, psn, VT_CAUSE_RACK, now);
+			n++;
+		} else if (deadline < t->reo_deadline) {
+			t->reo_deadline = deadline;
+		}
+	}
+	return n;
+}
+
+static void enter_recovery(struct vt_conn *c, u64 now)
+{
+	if (c->tx.in_recovery)
+		return;
+	c->tx.in_recovery = true;
+	c->tx.recovery_end = c->tx.snd_nxt;
+	c->ops->on_loss(c, now);
+}
+
+static void spurious_check(struct vt_conn *c, const struct vt_ack *a)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_tx_pkt *p;
+
+	if (!in_flight_range(t, a->trig_psn))
+		return;
+	p = slot(t, a->trig_psn);
+	if (!p->retx || (p->flags & VT_PKT_SPUR))
+		return;
+	/* an earlier copy arrived, or the retransmission was a duplicate */
+	if (a->echo_ts < p->xmit_ts || (a->flags & VT_AF_DUP)) {
+		p->flags |= VT_PKT_SPUR;
+		c->stats[VT_STAT_SPURIOUS]++;
+		t->reo_mult = VT_MIN(t->reo_mult + 1, c->cfg.reo_mult_max);
+		t->reo_clean = 0;
+	}
+}
+
+static void on_nack(struct vt_conn *c, u64 now, const struct vt_ack *a)
+{
+	struct vt_tx *t = &c->tx;
+	u32 psn, from;
+	u64 wait;
+
+	switch (a->nack_code) {
+	case VT_NACK_RNR:
+		c->stats[VT_STAT_RNR_RCVD]++;
+		t->rnr_count++;
+		if (c->cfg.rnr_retry != 7 && t->rnr_count > c->cfg.rnr_retry) {
+			fail(c, VT_ERR_RNR_RETRY_EXC);
+			return;
+		}
+		wait = a->rnr_wait_us ? (u64)a->rnr_wait_us * 1000 :
+		       c->cfg.rnr_delay_ns << VT_MIN(t->rnr_count - 1, 6U);
+		t->rnr_until = now + wait;
+		from = in_flight_range(t, a->trig_psn) ? a->trig_psn :
+		       t->snd_una;
+		for (psn = from; psn != t->snd_nxt; psn++)
+			mark_lost(c, psn, VT_CAUSE_RNR, now);
+		t->rto_deadline = VT_NEVER;
+		break;
+	case VT_NACK_SEQ:
+		if (!outstanding(t))
+			break;
+		if (is_gbn(c)) {
+			for (psn = t->snd_una; psn != t->snd_nxt; psn++)
+				mark_lost(c, psn, VT_CAUSE_NACK, now);
+		} else {
+			mark_lost(c, t->snd_una, VT_CAUSE_NACK, now);
+		}
+		break;
+	case VT_NACK_REM_ACCESS:
+		fail(c, VT_ERR_REM_ACCESS);
+		break;
+	default:
+		fail(c, VT_ERR_REM_INV_REQ);
+		break;
+	}
+}
+
+int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
+		 struct vt_ack_result *r)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_cc_sample s;
+	struct vt_tx_pkt *p;
+	u32 psn, i, congested = 0;
+	u64 rtt = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (t->error) {
+		r->error = t->error;
+		return t->error;
+	}
+	c->stats[a->opcode == VT_OP_NACK ? VT_STAT_NACKS_RCVD :
+		 VT_STAT_ACKS_RCVD]++;
+	if (vt_psn_lt(a->cum_psn, t->snd_una) ||
+	    vt_psn_lt(t->snd_nxt, a->cum_psn)) {
+		c->stats[VT_STAT_ACKS_STALE]++;
+		return 0;
+	}
+	t->rwnd = VT_MAX((u32)a->rwnd, 1U);
+	if (a->echo_ts <= now) {
+		rtt = now - a->echo_ts;
+		rtt = rtt > a->hold_ns ? rtt - a->hold_ns : 1;
+		rtt_update(t, rtt);
+	}
+	spurious_check(c, a);
+
+	/* cumulative part */
+	for (psn = t->snd_una; psn != a->cum_psn; psn++) {
+		p = slot(t, psn);
+		if (!(p->flags & VT_PKT_SACKED))
+			deliver(c, psn, p, now, r);
+		if (p->wflags & VT_F_EOM)
+			r->msgs_done++;
+		p->flags = 0;
+	}
+	r->cum_advanced = a->cum_psn - t->snd_una;
+	t->snd_una = a->cum_psn;
+	if (vt_psn_lt(t->retx_hint, t->snd_una))
+		t->retx_hint = t->snd_una;
+
+	/* selective part */
+	for (i = 1; i < VT_SACK_BITS && !is_gbn(c); i++) {
+		psn = a->cum_psn + i;
+		if (!vt_sack_test(a->sack, i) || !in_flight_range(t, psn))
+			continue;
+		p = slot(t, psn);
+		if (!(p->flags & VT_PKT_SACKED))
+			deliver(c, psn, p, now, r);
+	}
+
+	if (r->cum_advanced) {
+		t->backoff = 0;
+		t->retries = 0;
+		t->consec_rto = 0;
+		t->rnr_count = 0;
+		t->tlp_out = false;
+		t->rto_deadline = VT_NEVER;
+		t->tlp_deadline = VT_NEVER;
+		t->reo_clean += r->cum_advanced;
+		if (t->reo_clean >= 16 * c->cfg.max_wnd && t->reo_mult > 1) {
+			t->reo_mult--;
+			t->reo_clean = 0;
+		}
+		c->stats[VT_STAT_MSGS_DONE] += r->msgs_done;
+	}
+	if (t->in_recovery && vt_psn_le(t->recovery_end, t->snd_una))
+		t->in_recovery = false;
+
+	if (now - t->dlv_start >= t->srtt) {
+		t->dlv_prev = t->dlv_cur;
+		t->dlv_cur = 0;
+		t->dlv_start = now;
+	}
+	t->dlv_cur += r->acked_pkts;
+
+	if (a->ce_count) {
+		c->stats[VT_STAT_ECN_CE_RCVD] += a->ce_count;
+		vt_path_penalize(c, a->echo_path, now, 1);
+	}
+	if (a->opcode == VT_OP_NACK) {
+		on_nack(c, now, a);
+		if (t->error) {
+			r->error = t->error;
+			return t->error;
+		}
+	}
+	if (!is_gbn(c))
+		r->newly_lost = rack_detect(c, now);
+
+	s.now = now;
+	s.delay_ns = rtt;
+	s.has_delay = a->echo_ts <= now;
+	s.acked_pkts = r->acked_pkts;
+	s.ce_count = a->ce_count;
+	if (r->acked_pkts || a->ce_count)
+		c->ops->on_ack(c, &s);
+	if (r->newly_lost)
+		enter_recovery(c, now);
+
+	if (a->ce_count || (s.has_delay && rtt > c->cfg.swift_target_ns))
+		congested = r->acked_pkts;
+	vt_plb_on_ack(c, r->acked_pkts, congested);
+	arm_timers(c, now);
+	return 0;
+}
+
+static void on_rto(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u32 psn, paths = 0, i;
+
+	t->rto_deadline = VT_NEVER;
+	if (!outstanding(t))
+		return;
+	c->stats[VT_STAT_TIMEOUTS]++;
+	t->retries++;
+	t->consec_rto++;
+	if (t->retries > c->cfg.retry_cnt) {
+		fail(c, VT_ERR_RETRY_EXC);
+		return;
+	}
+	for (psn = t->snd_una; psn != t->snd_nxt; psn++) {
+		if (slot(t, psn)->flags & VT_PKT_SACKED)
+			continue;
+		paths |= 1U << slot(t, psn)->path;
+		mark_lost(c, psn, VT_CAUSE_RTO, now);
+	}
+	if (c->cfg.num_paths == 1)
+		vt_path_repath(c, 0);	/* PLB repaths on RTO */
+	for (i = 0; i < c->cfg.num_paths; i++)
+		if (paths & (1U << i))
+			vt_path_penalize(c, i, now, 4);
+	if (!is_gbn(c) && t->backoff < VT_BACKOFF_MAX)
+		t->backoff++;
+	c->ops->on_timeout(c, now);
+	t->tlp_pending = false;
+	t->tlp_out = false;
+	t->tlp_deadline = VT_NEVER;
+	t->in_recovery = true;
+	t->recovery_end = t->snd_nxt;
+	t->rto_deadline = now + vt_tx_rto(c);
+}
+
+void vt_tx_on_timer(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->error)
+		return;
+	if (t->reo_deadline <= now && rack_detect(c, now))
+		enter_recovery(c, now);
+	if (t->tlp_deadline <= now) {
+		t->tlp_deadline = VT_NEVER;
+		if (outstanding(t))
+			t->tlp_pending = true;
+	}
+	if (t->rto_deadline <= now)
+		on_rto(c, now);
+}
+
+static void fill(struct vt_conn *c, struct vt_tx_decision *d, u32 psn,
+		 const struct vt_tx_pkt *p, u64 now)
+{
+	d->psn = psn;
+	d->len = p->len;
+	d->msg_id = p->msg_id;
+	d->msg_off = p->msg_off;
+	d->msg_len = p->msg_len;
+	d->flags = p->wflags;
+	d->path = p->path;
+	d->entropy = vt_path_entropy(c, p->path);
+	d->ts = now;
+}
+
+static void sent(struct vt_conn *c, u64 now, u32 len)
+{
+	u64 gap = c->ops->pacing_gap(c, len);
+
+	c->tx.next_send_ts = gap ? now + gap : 0;
+	c->stats[VT_STAT_TX_PKTS]++;
+	c->stats[VT_STAT_TX_BYTES] += len;
+	arm_timers(c, now);
+}
+
+static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
+		    struct vt_tx_decision *d)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_tx_pkt *p = slot(t, psn);
+
+	if (p->flags & VT_PKT_LOST) {
+		p->flags &= ~VT_PKT_LOST;
+		t->lost--;
+	}
+	if (!(p->flags & VT_PKT_INFLIGHT)) {
+		p->flags |= VT_PKT_INFLIGHT;
+		t->inflight++;
+	}
+	if (p->retx < 255)
+		p->retx++;
+	p->path = (u8)vt_path_pick(c, now, p->path);
+	p->xmit_ts = now;
+	fill(c, d, psn, p, now);
+	d->action = VT_TX_RETX;
+	d->cause = cause;
+	d->flags |= VT_F_RETX;
+	c->stats[VT_STAT_RETX_PKTS]++;
+	c->stats[VT_STAT_RETX_RACK + cause - VT_CAUSE_RACK]++;
+	sent(c, now, p->len);
+}
+
+static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_msgq_ent *e = &t->mq[t->mq_head % VT_MSGQ];
+	u32 psn = t->snd_nxt++;
+	struct vt_tx_pkt *p = slot(t, psn);
+	u32 len = VT_MIN(c->cfg.mtu, e->len - t->mq_off);
+
+	memset(p, 0, sizeof(*p));
+	p->xmit_ts = now;
+	p->msg_id = e->id;
+	p->msg_off = t->mq_off;
+	p->msg_len = e->len;
+	p->len = (u16)len;
+	p->wflags = t->mq_off ? 0 : VT_F_SOM;
+	p->path = (u8)vt_path_pick(c, now, -1);
+	p->flags = VT_PKT_INFLIGHT;
+	t->inflight++;
+	t->mq_off += len;
+	if (t->mq_off == e->len) {
+		p->wflags |= VT_F_EOM;
+		t->mq_head++;
+		t->mq_off = 0;
+	}
+	fill(c, d, psn, p, now);
+	d->action = VT_TX_SEND;
+	if (p->wflags & VT_F_EOM)
+		d->flags |= VT_F_ACKREQ;
+	sent(c, now, len);
+}
+
+/* The highest unacknowledged packet, probed by TLP; false if none. */
+static bool tlp_target(struct vt_tx *t, u32 *out)
+{
+	u32 psn;
+
+	for (psn = t->snd_nxt - 1; psn != t->snd_una - 1; psn--) {
+		if (!(slot(t, psn)->flags & VT_PKT_SACKED)) {
+			*out = psn;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * What to transmit now: retransmissions first (lowest PSN first), then a
+ * pending tail loss probe, then new data, each within the window and the
+ * pacing and RNR gates.  Call until it returns VT_TX_IDLE or VT_TX_WAIT.
+ */
+int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
+{
+	struct vt_tx *t = &c->tx;
+	u32 psn;
+
+	memset(d, 0, sizeof(*d));
+	d->wake_at = VT_NEVER;
+	if (t->error) {
+		d->action = VT_TX_ERROR;
+		d->error = t->error;
+		return d->action;
+	}
+	if (can_send(c) && (now < t->rnr_until || now < t->next_send_ts)) {
+		d->action = VT_TX_WAIT;
+		d->wake_at = vt_tx_next_wakeup(c);
+		return d->action;
+	}
+	if (retx_allowed(c)) {
+		for (psn = t->retx_hint; psn != t->snd_nxt; psn++) {
+			if (slot(t, psn)->flags & VT_PKT_LOST) {
+				t->retx_hint = psn + 1;
+				do_retx(c, now, psn, slot(t, psn)->cause, d);
+				return d->action;
+			}
+		}
+		VT_ASSERT(0);	/* lost count without a lost packet */
+	}
+	if (t->tlp_pending) {
+		t->tlp_pending = false;
+		t->tlp_out = true;
+		c->stats[VT_STAT_TLP_PROBES]++;
+		if (new_allowed(c)) {
+			do_send(c, now, d);
+			d->flags |= VT_F_ACKREQ;
+			return d->action;
+		}
+		if (tlp_target(t, &psn)) {
+			do_retx(c, now, psn, VT_CAUSE_TLP, d);
+			return d->action;
+		}
+	}
+	if (new_allowed(c)) {
+		do_send(c, now, d);
+		return d->action;
+	}
+	d->wake_at = vt_tx_next_wakeup(c);
+	d->action = d->wake_at == VT_NEVER ? VT_TX_IDLE : VT_TX_WAIT;
+	return d->action;
+}
