@@ -22,6 +22,13 @@
 
 #define VRDMA_UVERBS_ABI_VERSION 1
 
+/*
+ * Out of tree, vrdma has no entry in enum rdma_driver_id; this private value
+ * is the ib_device's ops.driver_id, and uverbs rejects (-EINVAL) every ioctl
+ * whose header carries another one, so the provider must use it too.
+ */
+#define VRDMA_UVERBS_DRIVER_ID 0x7672
+
 /* Name prefix the provider matches on (VERBS_NAME_MATCH). */
 #define VRDMA_IBDEV_PREFIX "vrdma"
 

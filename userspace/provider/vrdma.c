@@ -749,8 +749,9 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 	struct ibv_get_context cmd = {};
 	struct vrdma_context *ctx;
 
+	/* uverbs checks this against the kernel device's driver_id */
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
-					   RDMA_DRIVER_UNKNOWN);
+					   (enum rdma_driver_id)VRDMA_UVERBS_DRIVER_ID);
 	if (!ctx)
 		return NULL;
 
