@@ -29,7 +29,7 @@ static void swift_init(struct vt_conn *c, u64 now)
 {
 	(void)now;
 	cwnd_clamp(c, (u64)c->cfg.init_cwnd << VT_FP_SHIFT);
-	c->tx.cc.swift.last_decrease = 0;
+	c->tx.cc.swift.last_decrease = VT_NEVER;
 }
 
 /* Swift decreases at most once per RTT. */
@@ -37,7 +37,7 @@ static bool swift_can_decrease(const struct vt_conn *c, u64 now)
 {
 	u64 last = c->tx.cc.swift.last_decrease;
 
-	return !last || now - last >= c->tx.srtt;
+	return last == VT_NEVER || now - last >= c->tx.srtt;
 }
 
 static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
@@ -126,7 +126,7 @@ static void dcqcn_init(struct vt_conn *c, u64 now)
 	c->tx.cc.dcqcn.rt = c->cfg.dcqcn_line_mbps;
 	c->tx.cc.dcqcn.alpha_fp = VT_FP_ONE;
 	c->tx.cc.dcqcn.stage = 0;
-	c->tx.cc.dcqcn.last_cut = 0;
+	c->tx.cc.dcqcn.last_cut = VT_NEVER;
 	c->tx.cc.dcqcn.last_alpha = now;
 	c->tx.cc.dcqcn.last_inc = now;
 	c->tx.cwnd_fp = c->cfg.max_wnd << VT_FP_SHIFT;
@@ -161,7 +161,7 @@ static void dcqcn_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		*alpha -= *alpha >> cfg->dcqcn_g_shift;
 
 	if (s->ce_count &&
-	    (!c->tx.cc.dcqcn.last_cut ||
+	    (c->tx.cc.dcqcn.last_cut == VT_NEVER ||
 	     s->now - c->tx.cc.dcqcn.last_cut >= cfg->dcqcn_cnp_ns)) {
 		*rt = *rc;
 		cut = ((u64)*rc * *alpha) >> (VT_FP_SHIFT + 1);

@@ -165,8 +165,9 @@ static void arm_timers(struct vt_conn *c, u64 now)
 	}
 	if (t->rto_deadline == VT_NEVER)
 		t->rto_deadline = VT_MAX(now, t->rnr_until) + vt_tx_rto(c);
+	/* no probe while retransmissions are pending or the RTO backs off */
 	if (is_gbn(c) || t->tlp_out || t->tlp_pending || t->lost ||
-	    t->tlp_deadline != VT_NEVER)
+	    t->backoff || t->tlp_deadline != VT_NEVER)
 		return;
 	p = now + pto(c);
 	if (p < t->rto_deadline)
@@ -187,6 +188,7 @@ static void mark_lost(struct vt_conn *c, u32 psn, u8 cause, u64 now)
 	p->flags |= VT_PKT_LOST;
 	p->cause = cause;
 	t->lost++;
+	t->tlp_deadline = VT_NEVER;
 	if (vt_psn_lt(psn, t->retx_hint))
 		t->retx_hint = psn;
 	if (cause == VT_CAUSE_RACK || cause == VT_CAUSE_NACK)

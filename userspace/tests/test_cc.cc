@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Congestion control laws, checked against the published formulas.
+#include "vt_test.h"
+
+#include <gtest/gtest.h>
+
+using namespace vtt;
+
+namespace {
+
+constexpr uint64_t US = 1000;
+
+vt_cc_sample sample(uint64_t now, uint64_t delay, uint32_t acked = 1, uint32_t ce = 0)
+{
+	vt_cc_sample s;
+	memset(&s, 0, sizeof(s));
+	s.now = now;
+	s.delay_ns = delay;
+	s.has_delay = true;
+	s.acked_pkts = acked;
+	s.ce_count = ce;
+	return s;
+}
+
+struct Swift : ::testing::Test {
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	std::unique_ptr<vt_conn> c;
+	void SetUp() override
+	{
+		c = make_conn(cfg);
+		c->tx.srtt = 20 * US;
+		c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+	}
+	void ack(uint64_t now, uint64_t delay, uint32_t acked = 1, uint32_t ce = 0)
+	{
+		vt_cc_sample s = sample(now, delay, acked, ce);
+		c->ops->on_ack(c.get(), &s);
+	}
+	uint32_t md(uint32_t cwnd, uint64_t d)
+	{
+		uint64_t t = cfg.swift_target_ns;
+		uint64_t f = VT_FP_ONE - cfg.swift_beta_fp * (d - t) / d;
+		f = std::max<uint64_t>(f, VT_FP_ONE - cfg.swift_max_mdf_fp);
+		return (uint32_t)(((uint64_t)cwnd * f) >> VT_FP_SHIFT);
+	}
+};
+
+} // namespace
+
+TEST_F(Swift, AdditiveIncreaseBelowTarget)
+{
+	ack(100 * US, 10 * US);
+	// cwnd += ai * acked / cwnd = 1/10 packet
+	EXPECT_EQ(c->tx.cwnd_fp, (10u << VT_FP_SHIFT) + VT_FP_ONE / 10);
+	c->tx.cwnd_fp = VT_FP_ONE / 4;
+	ack(200 * US, 10 * US);
+	// below one packet: cwnd += ai * acked
+	EXPECT_EQ(c->tx.cwnd_fp, VT_FP_ONE / 4 + VT_FP_ONE);
+	c->tx.cwnd_fp = cfg.max_wnd << VT_FP_SHIFT;
+	ack(300 * US, 10 * US, 100);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.max_wnd << VT_FP_SHIFT); // clamped
+}
+
+TEST_F(Swift, RisingDelayDecreasesOncePerRtt)
+{
+	ack(100 * US, 50 * US);
+	uint32_t want = md(10 << VT_FP_SHIFT, 50 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, want);
+	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), 6.0, 0.01); // 1 - 0.8 * 25/50
+	ack(110 * US, 50 * US); // within one srtt: hold
+	EXPECT_EQ(c->tx.cwnd_fp, want);
+	ack(120 * US, 50 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, md(want, 50 * US));
+	// a bigger overshoot is capped by max_mdf
+	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+	ack(200 * US, 90 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, 5u << VT_FP_SHIFT);
+}
+
+TEST_F(Swift, IncastCutsToWhatTheNetworkDelivered)
+{
+	c->tx.dlv_prev = 3;
+	ack(100 * US, 200 * US); // 8x target
+	EXPECT_EQ(c->tx.cwnd_fp, 3u << VT_FP_SHIFT);
+	ack(105 * US, 200 * US); // once per RTT
+	EXPECT_EQ(c->tx.cwnd_fp, 3u << VT_FP_SHIFT);
+	c->tx.dlv_prev = 0; // nothing measured: max_mdf
+	ack(130 * US, 200 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, 3u << (VT_FP_SHIFT - 1));
+}
+
+TEST_F(Swift, EcnBelowTargetHoldsTheWindow)
+{
+	ack(100 * US, 10 * US, 1, 1);
+	EXPECT_EQ(c->tx.cwnd_fp, 10u << VT_FP_SHIFT);
+	ack(120 * US, 50 * US, 1, 1); // ECN above target: decrease
+	EXPECT_EQ(c->tx.cwnd_fp, md(10 << VT_FP_SHIFT, 50 * US));
+	cfg.swift_use_ecn = 0;
+	SetUp();
+	ack(100 * US, 10 * US, 1, 1);
+	EXPECT_GT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT);
+	// no delay sample, no change
+	vt_cc_sample s = sample(200 * US, 0);
+	s.has_delay = false;
+	uint32_t before = c->tx.cwnd_fp;
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_EQ(c->tx.cwnd_fp, before);
+}
+
+TEST_F(Swift, LossAndTimeouts)
+{
+	c->ops->on_loss(c.get(), 100 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, 5u << VT_FP_SHIFT);
+	c->ops->on_loss(c.get(), 110 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, 5u << VT_FP_SHIFT);
+	c->tx.consec_rto = 1;
+	c->ops->on_timeout(c.get(), 200 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, 5u << (VT_FP_SHIFT - 1));
+	c->tx.consec_rto = cfg.swift_rto_reset;
+	c->ops->on_timeout(c.get(), 300 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.swift_min_cwnd_fp);
+	// the floor holds
+	c->ops->on_loss(c.get(), 400 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.swift_min_cwnd_fp);
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 1000),
+		  c->tx.srtt * VT_FP_ONE / cfg.swift_min_cwnd_fp);
+}
+
+struct Dcqcn : ::testing::Test {
+	vt_config cfg = cfg_default(VT_CC_DCQCN);
+	std::unique_ptr<vt_conn> c;
+	void SetUp() override { c = make_conn(cfg); }
+	void ack(uint64_t now, uint32_t ce)
+	{
+		vt_cc_sample s = sample(now, 10 * US, 1, ce);
+		c->ops->on_ack(c.get(), &s);
+	}
+	uint32_t rc() { return c->tx.cc.dcqcn.rc; }
+};
+
+TEST_F(Dcqcn, CeCutsRateByAlphaHalfThenRecovers)
+{
+	EXPECT_EQ(rc(), cfg.dcqcn_line_mbps);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.max_wnd << VT_FP_SHIFT);
+	ack(0, 1);
+	EXPECT_EQ(rc(), cfg.dcqcn_line_mbps / 2); // alpha starts at 1
+	EXPECT_EQ(c->tx.cc.dcqcn.rt, cfg.dcqcn_line_mbps);
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), 4096ull * 8000 / rc());
+	ack(10 * US, 1); // within the CNP interval: no second cut
+	EXPECT_EQ(rc(), cfg.dcqcn_line_mbps / 2);
+	// fast recovery: rc = (rt + rc) / 2 once per 55 us period
+	uint32_t r = rc(), rt = c->tx.cc.dcqcn.rt;
+	for (int i = 1; i <= 5; i++) {
+		ack(i * 55 * US, 0);
+		r = (rt + r) / 2;
+		EXPECT_EQ(rc(), r) << i;
+	}
+	// then additive increase of the target (capped at line rate)
+	ack(6 * 55 * US, 0);
+	EXPECT_EQ(rc(), (cfg.dcqcn_line_mbps + r) / 2);
+}
+
+TEST_F(Dcqcn, AlphaTracksCongestionAndRateHasAFloor)
+{
+	ack(0, 1);
+	uint32_t a1 = c->tx.cc.dcqcn.alpha_fp;
+	// a long quiet spell decays alpha (64 periods at most per step)
+	ack(100 * 55 * US, 0);
+	EXPECT_LT(c->tx.cc.dcqcn.alpha_fp, a1 * 4 / 5);
+	uint64_t t = 100 * 55 * US;
+	for (int i = 0; i < 400; i++) {
+		t += cfg.dcqcn_cnp_ns;
+		ack(t, 1);
+	}
+	EXPECT_EQ(rc(), cfg.dcqcn_min_mbps);
+	EXPECT_GT(c->tx.cc.dcqcn.alpha_fp, VT_FP_ONE * 9 / 10);
+	// loss and timeouts are not DCQCN signals
+	c->ops->on_loss(c.get(), t);
+	c->ops->on_timeout(c.get(), t);
+	EXPECT_EQ(rc(), cfg.dcqcn_min_mbps);
+}
+
+TEST(Gbn, FixedWindowIgnoresEverySignal)
+{
+	vt_config cfg = cfg_default(VT_CC_GBN);
+	auto c = make_conn(cfg);
+	vt_cc_sample s = sample(100 * US, 500 * US, 10, 5);
+	c->ops->on_ack(c.get(), &s);
+	c->ops->on_loss(c.get(), 200 * US);
+	c->tx.consec_rto = 10;
+	c->ops->on_timeout(c.get(), 300 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.gbn_wnd << VT_FP_SHIFT);
+	EXPECT_EQ(vt_tx_wnd(c.get()), cfg.gbn_wnd);
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), 0u);
+	EXPECT_TRUE(c->rx.strict);
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Multipath: spraying, penalties on ECN / loss / timeout, PLB repathing.
+#include "vt_test.h"
+
+#include <gtest/gtest.h>
+
+using namespace vtt;
+
+namespace {
+
+constexpr uint64_t US = 1000;
+
+struct Paths : ::testing::Test {
+	vt_config cfg = cfg_default(VT_CC_SWIFT, 4);
+	std::unique_ptr<vt_conn> c;
+	vt_tx_decision d;
+	vt_ack_result r;
+	void SetUp() override
+	{
+		cfg.mtu = 1000;
+		c = make_conn(cfg);
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	}
+	uint32_t send(uint64_t now)
+	{
+		EXPECT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
+		return d.path;
+	}
+};
+
+} // namespace
+
+TEST_F(Paths, SprayRoundRobin)
+{
+	for (uint32_t i = 0; i < 8; i++) {
+		EXPECT_EQ(send(0), i % 4);
+		EXPECT_EQ(d.entropy, i % 4);
+	}
+	EXPECT_EQ(vt_paths_in_use(c.get(), 0), 4u);
+	EXPECT_EQ(vt_path_entropy(c.get(), 99), 0);
+}
+
+TEST_F(Paths, EcnPenaltySkipsThePathForAWhile)
+{
+	send(0);
+	vt_ack a = ack(1, 0, 0);
+	a.ce_count = 1;
+	a.echo_path = 2;
+	ASSERT_EQ(vt_tx_on_ack(c.get(), 20 * US, &a, &r), 0);
+	EXPECT_EQ(c->stats[VT_STAT_ECN_CE_RCVD], 1u);
+	EXPECT_EQ(vt_paths_in_use(c.get(), 20 * US), 3u);
+	// penalty = max(path_penalty 50 us, srtt 20 us)
+	EXPECT_EQ(c->tx.path[2].penalty_until, 70 * US);
+	for (int i = 0; i < 6; i++)
+		EXPECT_NE(send(30 * US), 2u);
+	EXPECT_EQ(vt_paths_in_use(c.get(), 70 * US), 4u);
+	bool used = false;
+	for (int i = 0; i < 4; i++)
+		used |= send(70 * US) == 2;
+	EXPECT_TRUE(used);
+	EXPECT_EQ(c->tx.path[2].gen, 0u); // ECN keeps the entropy
+}
+
+TEST_F(Paths, TimeoutPenaltyRecyclesEntropyAndAllPenalisedPicksEarliest)
+{
+	for (int i = 0; i < 4; i++)
+		send(0);
+	vt_tx_on_timer(c.get(), cfg.rto_init_ns);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	for (uint32_t p = 0; p < 4; p++) {
+		EXPECT_EQ(c->tx.path[p].gen, 1u);
+		EXPECT_EQ(vt_path_entropy(c.get(), p), p + 4);
+		EXPECT_EQ(c->tx.path[p].penalty_until,
+			  cfg.rto_init_ns + 4 * cfg.path_penalty_ns);
+	}
+	EXPECT_EQ(vt_paths_in_use(c.get(), cfg.rto_init_ns), 0u);
+	c->tx.path[3].penalty_until -= 1;
+	// every path is penalised: the one whose penalty ends first is used
+	ASSERT_EQ(vt_tx_poll(c.get(), cfg.rto_init_ns, &d), VT_TX_RETX);
+	EXPECT_EQ(d.path, 3u);
+	EXPECT_EQ(d.entropy, 7u);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 4u);
+}
+
+TEST_F(Paths, LossPenaltyAndRetransmitAvoidsTheLossyPath)
+{
+	// warm up: srtt = 20 us
+	send(0);
+	vt_ack a = ack(1, 0, 0);
+	ASSERT_EQ(vt_tx_on_ack(c.get(), 20 * US, &a, &r), 0);
+	EXPECT_EQ(send(100 * US), 1u);
+	EXPECT_EQ(send(101 * US), 2u);
+	a = ack(1, 101 * US, 2);
+	sack_set(a, 1);
+	ASSERT_EQ(vt_tx_on_ack(c.get(), 121 * US, &a, &r), 0);
+	vt_tx_on_timer(c.get(), 200 * US);
+	EXPECT_EQ(c->tx.lost, 1u);
+	// RACK loss: 2 x base penalty on path 1
+	EXPECT_EQ(c->tx.path[1].penalty_until, 300 * US);
+	ASSERT_EQ(vt_tx_poll(c.get(), 200 * US, &d), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_NE(d.path, 1u);
+}
+
+TEST(Plb, RepathsAfterCongestedRounds)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
+	cfg.mtu = 1000;
+	auto c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	vt_tx_decision d;
+	vt_ack_result r;
+	uint64_t now = 0;
+	auto round = [&](bool congested) {
+		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
+		EXPECT_EQ(d.path, 0u);
+		now += 10 * US;
+		vt_ack a = ack(d.psn + 1, now - 10 * US, d.psn);
+		a.ce_count = congested ? 1 : 0;
+		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
+	};
+	for (int i = 0; i < 4; i++)
+		round(true);
+	round(false); // a clean round resets the count
+	for (int i = 0; i < 4; i++)
+		round(true);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 0u);
+	EXPECT_EQ(vt_path_entropy(c.get(), 0), 0);
+	round(true);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 1u);
+	EXPECT_EQ(vt_path_entropy(c.get(), 0), 1);
+	// penalties do not apply in single-path mode
+	EXPECT_EQ(c->tx.path[0].penalty_until, 0u);
+	// delay above target also counts as congestion
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
+		now += 100 * US;
+		vt_ack a = ack(d.psn + 1, now - 100 * US, d.psn);
+		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
+	}
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 2u);
+}
+
+TEST(Plb, TimeoutRepathsASinglePath)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
+	auto c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 100), 0);
+	vt_tx_decision d;
+	ASSERT_EQ(vt_tx_poll(c.get(), 0, &d), VT_TX_SEND);
+	vt_tx_on_timer(c.get(), cfg.rto_init_ns);
+	ASSERT_EQ(vt_tx_poll(c.get(), cfg.rto_init_ns, &d), VT_TX_RETX);
+	EXPECT_EQ(d.entropy, 1);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 1u);
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Receiver: windowed out-of-order acceptance, duplicates, in-order delivery,
+// ACK coalescing and NACKs.
+#include "vt_test.h"
+
+#include <gtest/gtest.h>
+
+using namespace vtt;
+
+namespace {
+
+struct Rx : ::testing::Test {
+	vt_config cfg = cfg_default();
+	std::unique_ptr<vt_conn> c;
+	vt_rx_verdict v;
+
+	void init(uint32_t peer_psn = 0)
+	{
+		c = make_conn(cfg, 0, peer_psn);
+		ASSERT_TRUE(c);
+	}
+	int rx(uint32_t psn, uint64_t now, uint8_t flags = 0, bool ce = false,
+	       uint8_t nack = 0, uint16_t len = 1000)
+	{
+		vt_data_hdr h = data_hdr(psn, len, flags, now / 2, psn % 4);
+		EXPECT_EQ(vt_rx_on_data(c.get(), now, &h, ce, nack, &v), 0);
+		return v.result;
+	}
+	vt_ack ack(uint64_t now)
+	{
+		vt_ack a;
+		vt_rx_build_ack(c.get(), now, &a);
+		return a;
+	}
+};
+
+} // namespace
+
+TEST_F(Rx, InOrderCoalescesByBytesAndTime)
+{
+	cfg.ack_coalesce_bytes = 4000;
+	init();
+	EXPECT_EQ(rx(0, 1000), VT_RX_ACCEPT);
+	EXPECT_FALSE(v.ack_now);
+	EXPECT_EQ(v.ack_at, 1000 + cfg.ack_delay_ns);
+	EXPECT_EQ(v.deliver_psn, 0u);
+	EXPECT_EQ(v.deliver_cnt, 1u);
+	EXPECT_FALSE(vt_rx_ack_due(c.get(), 1000 + cfg.ack_delay_ns - 1));
+	EXPECT_TRUE(vt_rx_ack_due(c.get(), 1000 + cfg.ack_delay_ns));
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 1000 + cfg.ack_delay_ns);
+	rx(1, 2000);
+	EXPECT_FALSE(v.ack_now);
+	EXPECT_EQ(v.ack_at, 1000 + cfg.ack_delay_ns); // the first deadline holds
+	rx(2, 2500);
+	rx(3, 3000); // 4000 bytes pending
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(3500);
+	EXPECT_EQ(a.opcode, VT_OP_ACK);
+	EXPECT_EQ(a.cum_psn, 4u);
+	EXPECT_EQ(a.trig_psn, 3u);
+	EXPECT_EQ(a.echo_ts, 1500u);
+	EXPECT_EQ(a.hold_ns, 500u);
+	EXPECT_EQ(a.echo_path, 3);
+	EXPECT_EQ(a.rwnd, VT_WIN);
+	EXPECT_EQ(a.sack[0], 0u);
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), VT_NEVER);
+	EXPECT_EQ(c->stats[VT_STAT_ACKS_SENT], 1u);
+}
+
+TEST_F(Rx, OutOfOrderWithinWindowIsSackedThenDeliveredInOrder)
+{
+	init();
+	EXPECT_EQ(rx(1, 100, VT_F_EOM), VT_RX_ACCEPT);
+	EXPECT_TRUE(v.ack_now);
+	EXPECT_EQ(v.deliver_cnt, 0u);
+	EXPECT_EQ(rx(3, 200), VT_RX_ACCEPT);
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(300);
+	EXPECT_EQ(a.cum_psn, 0u);
+	EXPECT_EQ(a.sack[0], (1ull << 1) | (1ull << 3));
+	EXPECT_EQ(rx(0, 400), VT_RX_ACCEPT);
+	EXPECT_TRUE(v.ack_now); // filled a hole
+	EXPECT_EQ(v.deliver_psn, 0u);
+	EXPECT_EQ(v.deliver_cnt, 2u);
+	EXPECT_EQ(v.msgs_done, 1u);
+	EXPECT_EQ(rx(2, 500, VT_F_EOM), VT_RX_ACCEPT);
+	EXPECT_EQ(v.deliver_psn, 2u);
+	EXPECT_EQ(v.deliver_cnt, 2u);
+	EXPECT_EQ(v.msgs_done, 1u);
+	a = ack(600);
+	EXPECT_EQ(a.cum_psn, 4u);
+	EXPECT_EQ(a.sack[0], 0u);
+	EXPECT_EQ(c->stats[VT_STAT_RX_OOO], 2u);
+}
+
+TEST_F(Rx, DuplicatesAreDetectedBeforeAndAfterCum)
+{
+	init();
+	rx(0, 10);
+	rx(2, 20);
+	ack(30);
+	EXPECT_EQ(rx(0, 40), VT_RX_DUP);
+	EXPECT_TRUE(v.ack_now);
+	EXPECT_EQ(v.deliver_cnt, 0u);
+	vt_ack a = ack(50);
+	EXPECT_EQ(a.flags, VT_AF_DUP);
+	EXPECT_EQ(a.trig_psn, 0u);
+	EXPECT_EQ(rx(2, 60), VT_RX_DUP);
+	// a NACK request is ignored for a duplicate
+	EXPECT_EQ(rx(2, 70, 0, false, VT_NACK_RNR), VT_RX_DUP);
+	a = ack(80);
+	EXPECT_EQ(a.opcode, VT_OP_ACK);
+	EXPECT_EQ(c->stats[VT_STAT_RX_DUP], 3u);
+	EXPECT_EQ(c->stats[VT_STAT_RX_PKTS], 5u);
+}
+
+TEST_F(Rx, BeyondWindowIsRejectedWithSequenceNack)
+{
+	cfg.rx_wnd = 64;
+	init();
+	EXPECT_EQ(rx(63, 10), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(64, 20), VT_RX_OUT_OF_WND);
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(30);
+	EXPECT_EQ(a.opcode, VT_OP_NACK);
+	EXPECT_EQ(a.nack_code, VT_NACK_SEQ);
+	EXPECT_EQ(a.cum_psn, 0u);
+	EXPECT_TRUE(vt_sack_test(a.sack, 63));
+	// half a PSN space ahead looks "behind": a duplicate, never accepted
+	EXPECT_EQ(rx(0x80000001u, 40), VT_RX_DUP);
+	EXPECT_EQ(c->stats[VT_STAT_RX_OUT_OF_WND], 1u);
+	EXPECT_EQ(c->stats[VT_STAT_NACKS_SENT], 1u);
+}
+
+TEST_F(Rx, PsnWrapsAround)
+{
+	init(0xfffffffeu);
+	EXPECT_EQ(rx(0, 10), VT_RX_ACCEPT);
+	EXPECT_EQ(v.deliver_cnt, 0u);
+	EXPECT_EQ(rx(0xffffffffu, 20), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(0xfffffffdu, 25), VT_RX_DUP);
+	EXPECT_EQ(rx(0xfffffffeu, 30, VT_F_EOM), VT_RX_ACCEPT);
+	EXPECT_EQ(v.deliver_psn, 0xfffffffeu);
+	EXPECT_EQ(v.deliver_cnt, 3u);
+	EXPECT_EQ(v.msgs_done, 1u);
+	vt_ack a = ack(40);
+	EXPECT_EQ(a.cum_psn, 1u);
+}
+
+TEST_F(Rx, SackBitmapEdges)
+{
+	init(100);
+	// bit 255 is the last PSN the bitmap can name, 256 is not reported
+	EXPECT_EQ(rx(100 + 255, 10), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(100 + 256, 11), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(100 + 1, 12), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(100 + 64, 13), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(100 + 63, 14), VT_RX_ACCEPT);
+	vt_ack a = ack(20);
+	EXPECT_EQ(a.cum_psn, 100u);
+	EXPECT_EQ(a.sack[0], (1ull << 1) | (1ull << 63));
+	EXPECT_EQ(a.sack[1], 1ull);
+	EXPECT_EQ(a.sack[2], 0ull);
+	EXPECT_EQ(a.sack[3], 1ull << 63);
+	// a receive window below 256 bounds the bitmap as well
+	vt_rx_set_rwnd(c.get(), 200);
+	a = ack(30);
+	EXPECT_EQ(a.sack[3], 0ull);
+	EXPECT_EQ(a.rwnd, 200);
+	vt_rx_set_rwnd(c.get(), 0);
+	EXPECT_EQ(c->rx.rwnd, 1u);
+	vt_rx_set_rwnd(c.get(), 1u << 20);
+	EXPECT_EQ(c->rx.rwnd, cfg.rx_wnd);
+}
+
+TEST_F(Rx, FullWindowDeliversEverything)
+{
+	init(7);
+	for (uint32_t i = 1; i < VT_WIN; i++)
+		ASSERT_EQ(rx(7 + i, i), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(7 + VT_WIN, 5000), VT_RX_OUT_OF_WND);
+	EXPECT_EQ(rx(7, 6000), VT_RX_ACCEPT);
+	EXPECT_EQ(v.deliver_cnt, (uint32_t)VT_WIN);
+	EXPECT_EQ(rx(7 + VT_WIN, 7000), VT_RX_ACCEPT);
+	EXPECT_EQ(v.deliver_cnt, 1u);
+}
+
+TEST_F(Rx, CeMarksAreCountedAndAckedAtOnce)
+{
+	init();
+	rx(0, 10, 0, true);
+	EXPECT_TRUE(v.ack_now);
+	rx(1, 20, 0, true);
+	vt_ack a = ack(30);
+	EXPECT_EQ(a.ce_count, 2);
+	a = ack(40);
+	EXPECT_EQ(a.ce_count, 0);
+	for (int i = 0; i < 300; i++)
+		rx(2 + i, 50 + i, 0, true);
+	a = ack(1000);
+	EXPECT_EQ(a.ce_count, 255); // saturates
+	EXPECT_EQ(c->stats[VT_STAT_RX_CE], 302u);
+}
+
+TEST_F(Rx, EndOfMessageAckRequestAndRetransmitsAreAckedAtOnce)
+{
+	init();
+	rx(0, 10);
+	EXPECT_FALSE(v.ack_now);
+	rx(1, 20, VT_F_EOM);
+	EXPECT_TRUE(v.ack_now);
+	ack(30);
+	rx(2, 40, VT_F_ACKREQ);
+	EXPECT_TRUE(v.ack_now);
+	ack(50);
+	rx(3, 60, VT_F_RETX);
+	EXPECT_TRUE(v.ack_now);
+}
+
+TEST_F(Rx, CallerNacksRnrAndAccessErrors)
+{
+	init();
+	EXPECT_EQ(rx(0, 10, VT_F_SOM, false, VT_NACK_RNR), VT_RX_NACKED);
+	EXPECT_TRUE(v.ack_now);
+	c->rx.rnr_wait_us = 250;
+	vt_ack a = ack(20);
+	EXPECT_EQ(a.opcode, VT_OP_NACK);
+	EXPECT_EQ(a.nack_code, VT_NACK_RNR);
+	EXPECT_EQ(a.rnr_wait_us, 250);
+	EXPECT_EQ(a.cum_psn, 0u);
+	EXPECT_EQ(a.trig_psn, 0u);
+	// not accepted: the retransmission is new
+	EXPECT_EQ(rx(0, 30, VT_F_SOM), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(1, 40, 0, false, VT_NACK_REM_ACCESS), VT_RX_NACKED);
+	a = ack(50);
+	EXPECT_EQ(a.nack_code, VT_NACK_REM_ACCESS);
+	EXPECT_EQ(a.rnr_wait_us, 0);
+	uint8_t buf[VT_ACK_LEN];
+	EXPECT_EQ(vt_ack_encode(&a, buf, sizeof(buf)), VT_ACK_LEN);
+	vt_data_hdr h = data_hdr(1);
+	EXPECT_EQ(vt_rx_on_data(c.get(), 60, &h, false, 9, &v), VT_ERR_INVAL);
+	EXPECT_EQ(vt_rx_on_data(c.get(), 60, nullptr, false, 0, &v), VT_ERR_INVAL);
+}
+
+TEST_F(Rx, StrictModeDropsOutOfOrderWithOneSequenceNack)
+{
+	cfg.cc = VT_CC_GBN;
+	init();
+	EXPECT_EQ(rx(0, 10), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(2, 20), VT_RX_DROP);
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(30);
+	EXPECT_EQ(a.opcode, VT_OP_NACK);
+	EXPECT_EQ(a.nack_code, VT_NACK_SEQ);
+	EXPECT_EQ(a.cum_psn, 1u);
+	EXPECT_EQ(rx(3, 40), VT_RX_DROP);
+	EXPECT_FALSE(v.ack_now); // one NACK per expected PSN, like rxe
+	EXPECT_EQ(rx(1, 50), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(3, 60), VT_RX_DROP);
+	EXPECT_TRUE(v.ack_now);
+	a = ack(70);
+	EXPECT_EQ(a.cum_psn, 2u);
+	EXPECT_EQ(a.nack_code, VT_NACK_SEQ);
+}

@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Sender: segmentation, windows, RTT estimation, RACK, spurious retransmit
+// detection, TLP, RTO backoff and retry exhaustion, RNR, NACKs.
+#include "vt_test.h"
+
+#include <gtest/gtest.h>
+#include <vector>
+
+using namespace vtt;
+
+namespace {
+
+constexpr uint64_t US = 1000;
+
+struct Tx : ::testing::Test {
+	vt_config cfg = cfg_default();
+	std::unique_ptr<vt_conn> c;
+	vt_tx_decision d;
+	vt_ack_result r;
+
+	void SetUp() override { cfg.mtu = 1000; }
+	void init(uint32_t psn = 0)
+	{
+		c = make_conn(cfg, psn, 0);
+		ASSERT_TRUE(c);
+	}
+	int poll(uint64_t now) { return vt_tx_poll(c.get(), now, &d); }
+	uint32_t send(uint64_t now)
+	{
+		EXPECT_EQ(poll(now), VT_TX_SEND);
+		return d.psn;
+	}
+	int on_ack(const vt_ack &a, uint64_t now)
+	{
+		return vt_tx_on_ack(c.get(), now, &a, &r);
+	}
+	// one packet out and back: srtt = min_rtt = 20 us
+	void warm_up()
+	{
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+		uint32_t p = send(0);
+		ASSERT_EQ(on_ack(ack(p + 1, 0, p), 20 * US), 0);
+		ASSERT_EQ(c->tx.srtt, 20 * US);
+	}
+};
+
+} // namespace
+
+TEST_F(Tx, SegmentsMessagesIntoMtuPackets)
+{
+	cfg.mtu = 4096;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 5, 10000), 0);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 6, 0), 0);
+	uint32_t lens[] = {4096, 4096, 1808, 0};
+	uint8_t flags[] = {VT_F_SOM, 0, VT_F_EOM | VT_F_ACKREQ,
+			   VT_F_SOM | VT_F_EOM | VT_F_ACKREQ};
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(poll(100), VT_TX_SEND);
+		EXPECT_EQ(d.psn, (uint32_t)i);
+		EXPECT_EQ(d.len, lens[i]);
+		EXPECT_EQ(d.flags, flags[i]);
+		EXPECT_EQ(d.msg_id, i < 3 ? 5u : 6u);
+		EXPECT_EQ(d.msg_off, i < 3 ? 4096u * i : 0u);
+		EXPECT_EQ(d.msg_len, i < 3 ? 10000u : 0u);
+		EXPECT_EQ(d.ts, 100u);
+	}
+	// no RTT sample yet: PTO == RTO == rto_init, so only the RTO is armed
+	EXPECT_EQ(poll(100), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, 100 + cfg.rto_init_ns);
+	EXPECT_EQ(c->stats[VT_STAT_TX_PKTS], 4u);
+	EXPECT_EQ(c->stats[VT_STAT_TX_BYTES], 10000u);
+	EXPECT_FALSE(vt_tx_idle(c.get()));
+	ASSERT_EQ(on_ack(ack(4, 100, 3), 120), 0);
+	EXPECT_EQ(r.msgs_done, 2u);
+	EXPECT_EQ(r.acked_pkts, 4u);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+	EXPECT_EQ(poll(130), VT_TX_IDLE);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
+}
+
+TEST_F(Tx, WindowIsMinOfCwndRwndAndMax)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 100 * 1000), 0);
+	for (uint32_t i = 0; i < cfg.init_cwnd; i++)
+		send(0);
+	EXPECT_EQ(poll(0), VT_TX_WAIT);
+	EXPECT_EQ(c->tx.inflight, cfg.init_cwnd);
+	// the receiver shrinks its window to 5 packets
+	vt_ack a = ack(32, 0, 31);
+	a.rwnd = 5;
+	a.echo_ts = 0;
+	ASSERT_EQ(on_ack(a, 10 * US), 0);
+	EXPECT_EQ(vt_tx_wnd(c.get()), 5u);
+	for (int i = 0; i < 5; i++)
+		send(10 * US);
+	EXPECT_EQ(poll(10 * US), VT_TX_WAIT);
+
+	cfg.max_wnd = 8;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 100 * 1000), 0);
+	for (int i = 0; i < 8; i++)
+		send(0);
+	EXPECT_EQ(poll(0), VT_TX_WAIT);
+	EXPECT_EQ(vt_tx_wnd(c.get()), 8u);
+}
+
+TEST_F(Tx, RttEstimatorFollowsRfc6298AndSubtractsHoldTime)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 2000), 0);
+	send(0);
+	ASSERT_EQ(on_ack(ack(1, 0, 0, 10 * US), 30 * US), 0);
+	EXPECT_EQ(c->tx.srtt, 20 * US);
+	EXPECT_EQ(c->tx.rttvar, 10 * US);
+	EXPECT_EQ(c->tx.min_rtt, 20 * US);
+	EXPECT_EQ(vt_tx_rto(c.get()), cfg.rto_min_ns);
+	send(100 * US);
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), 140 * US), 0);
+	EXPECT_EQ(c->tx.rttvar, 12500u);
+	EXPECT_EQ(c->tx.srtt, 22500u);
+	EXPECT_EQ(c->tx.min_rtt, 20 * US);
+	cfg.rto_min_ns = 1000;
+	init();
+	c->tx.srtt = 100 * US;
+	c->tx.rttvar = 30 * US;
+	EXPECT_EQ(vt_tx_rto(c.get()), 220 * US);
+}
+
+struct Rack : Tx {
+	void sent4()
+	{
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 4000), 0);
+		for (uint32_t i = 0; i < 4; i++)
+			ASSERT_EQ(send((100 + i) * US), 1 + i);
+		// 3 and 4 arrive, 1 and 2 not (yet)
+		vt_ack a = ack(1, 103 * US, 4);
+		sack_set(a, 2);
+		sack_set(a, 3);
+		ASSERT_EQ(on_ack(a, 123 * US), 0);
+		EXPECT_EQ(r.acked_pkts, 2u);
+		EXPECT_EQ(r.newly_lost, 0u);
+		// reorder window = min_rtt / 4 = 5 us after rack_rtt (20 us)
+		EXPECT_EQ(c->tx.reo_deadline, 125 * US);
+		EXPECT_EQ(vt_tx_next_wakeup(c.get()), 125 * US);
+	}
+};
+
+TEST_F(Rack, ReorderWithinWindowIsNotLoss)
+{
+	sent4();
+	vt_tx_on_timer(c.get(), 124 * US);
+	EXPECT_EQ(c->tx.lost, 0u);
+	ASSERT_EQ(on_ack(ack(5, 101 * US, 2), 124 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 2u);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_EQ(poll(125 * US), VT_TX_IDLE);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_PKTS], 0u);
+}
+
+TEST_F(Rack, LossIsDetectedByTimeAndRetransmittedInOrder)
+{
+	sent4();
+	uint32_t cwnd = c->tx.cwnd_fp;
+	vt_tx_on_timer(c.get(), 125 * US);
+	EXPECT_EQ(c->tx.lost, 1u); // pkt 2 was sent 1 us later
+	EXPECT_EQ(c->tx.reo_deadline, 126 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2); // Swift: loss cuts by max_mdf
+	ASSERT_EQ(poll(125 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_EQ(d.cause, VT_CAUSE_RACK);
+	EXPECT_TRUE(d.flags & VT_F_RETX);
+	vt_tx_on_timer(c.get(), 126 * US);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 2u);
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2); // once per round trip
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RACK], 2u);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_PKTS], 2u);
+	EXPECT_TRUE(c->tx.in_recovery);
+	ASSERT_EQ(on_ack(ack(5, 126 * US, 2), 146 * US), 0);
+	EXPECT_FALSE(c->tx.in_recovery);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 0u);
+}
+
+TEST_F(Rack, SpuriousRetransmitWidensTheReorderWindow)
+{
+	sent4();
+	vt_tx_on_timer(c.get(), 125 * US);
+	ASSERT_EQ(poll(125 * US), VT_TX_RETX);
+	ASSERT_EQ(d.psn, 1u);
+	// the original of pkt 1 was only late: its ACK echoes the first send
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), 127 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
+	EXPECT_EQ(c->tx.reo_mult, 2u);
+	// the retransmission then arrives as a duplicate: counted once only
+	vt_ack a = ack(2, 125 * US, 1);
+	a.flags = VT_AF_DUP;
+	ASSERT_EQ(on_ack(a, 145 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
+}
+
+TEST_F(Rack, DuplicateFlagFlagsSpuriousRetransmit)
+{
+	sent4();
+	vt_tx_on_timer(c.get(), 126 * US);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	ASSERT_EQ(d.psn, 2u);
+	vt_ack a = ack(1, 126 * US, 2);
+	a.flags = VT_AF_DUP;
+	sack_set(a, 2);
+	sack_set(a, 3);
+	ASSERT_EQ(on_ack(a, 146 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
+	EXPECT_EQ(c->tx.reo_mult, 2u);
+	for (int i = 0; i < 20; i++)
+		c->tx.reo_mult = VT_MIN(c->tx.reo_mult + 1, cfg.reo_mult_max);
+	EXPECT_EQ(c->tx.reo_mult, cfg.reo_mult_max);
+}
+
+TEST_F(Tx, TailLossProbeFiresAfterPto)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 2000), 0);
+	send(100 * US);
+	send(100 * US);
+	// PTO = max(2 * srtt, 50 us) = 50 us
+	EXPECT_EQ(c->tx.tlp_deadline, 150 * US);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), 150 * US);
+	vt_tx_on_timer(c.get(), 149 * US);
+	EXPECT_FALSE(c->tx.tlp_pending);
+	vt_tx_on_timer(c.get(), 150 * US);
+	ASSERT_EQ(poll(150 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 2u); // the last packet is the probe
+	EXPECT_EQ(d.cause, VT_CAUSE_TLP);
+	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_TLP], 1u);
+	// one probe per episode; the RTO is next
+	EXPECT_EQ(poll(150 * US), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, 100 * US + cfg.rto_min_ns);
+	// the probe's ACK reveals the loss of pkt 1
+	vt_ack a = ack(1, 150 * US, 2);
+	sack_set(a, 1);
+	ASSERT_EQ(on_ack(a, 170 * US), 0);
+	EXPECT_EQ(r.newly_lost, 1u);
+	ASSERT_EQ(poll(170 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_EQ(d.cause, VT_CAUSE_RACK);
+}
+
+TEST_F(Tx, TailLossProbeSendsNewDataWhenItCan)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 1000), 0);
+	send(100 * US);
+	c->tx.cwnd_fp = VT_FP_ONE; // window full: more data waits
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 1000), 0);
+	EXPECT_EQ(poll(100 * US), VT_TX_WAIT);
+	vt_tx_on_timer(c.get(), 150 * US);
+	c->tx.cwnd_fp = 2 * VT_FP_ONE;
+	ASSERT_EQ(poll(150 * US), VT_TX_SEND);
+	EXPECT_EQ(d.psn, 2u);
+	EXPECT_TRUE(d.flags & VT_F_ACKREQ);
+	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
+}
+
+TEST_F(Tx, RtoBacksOffExponentiallyThenRetryExceeded)
+{
+	cfg.retry_cnt = 3;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+	send(0);
+	uint64_t t = cfg.rto_init_ns;
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), t);
+	for (int i = 1; i <= 3; i++) {
+		vt_tx_on_timer(c.get(), t);
+		EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], (uint64_t)i);
+		EXPECT_EQ(vt_tx_rto(c.get()), cfg.rto_init_ns << i);
+		ASSERT_EQ(poll(t), VT_TX_RETX);
+		EXPECT_EQ(d.psn, 0u);
+		EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+		t += cfg.rto_init_ns << i;
+		EXPECT_EQ(vt_tx_next_wakeup(c.get()), t);
+	}
+	vt_tx_on_timer(c.get(), t - 1);
+	EXPECT_EQ(poll(t - 1), VT_TX_WAIT);
+	vt_tx_on_timer(c.get(), t);
+	ASSERT_EQ(poll(t), VT_TX_ERROR);
+	EXPECT_EQ(d.error, VT_ERR_RETRY_EXC);
+	EXPECT_EQ(vt_tx_enqueue(c.get(), 1, 10), VT_ERR_RETRY_EXC);
+	EXPECT_EQ(on_ack(ack(1, 0, 0), t), VT_ERR_RETRY_EXC);
+	EXPECT_EQ(r.error, VT_ERR_RETRY_EXC);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 3u);
+}
+
+TEST_F(Tx, RtoIsCappedAndProgressResetsBackoff)
+{
+	cfg.rto_max_ns = 5 * cfg.rto_init_ns;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+	send(0);
+	uint64_t t = 0;
+	for (int i = 0; i < 5; i++) {
+		t = vt_tx_next_wakeup(c.get());
+		vt_tx_on_timer(c.get(), t);
+		ASSERT_EQ(poll(t), VT_TX_RETX);
+	}
+	EXPECT_EQ(vt_tx_rto(c.get()), cfg.rto_max_ns);
+	ASSERT_EQ(on_ack(ack(1, t, 0), t + 20 * US), 0);
+	EXPECT_EQ(c->tx.backoff, 0u);
+	EXPECT_EQ(c->tx.retries, 0u);
+	EXPECT_EQ(vt_tx_rto(c.get()), cfg.rto_min_ns);
+}
+
+TEST_F(Tx, RetryCountZeroFailsOnFirstTimeout)
+{
+	cfg.retry_cnt = 0;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+	send(0);
+	vt_tx_on_timer(c.get(), cfg.rto_init_ns);
+	EXPECT_EQ(poll(cfg.rto_init_ns), VT_TX_ERROR);
+	EXPECT_EQ(d.error, VT_ERR_RETRY_EXC);
+}
+
+TEST_F(Tx, RnrNackBacksOffThenFails)
+{
+	cfg.rnr_retry = 2;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 3000), 0);
+	send(0);
+	send(0);
+	send(0);
+	vt_ack a = ack(1, 0, 1);
+	a.opcode = VT_OP_NACK;
+	a.nack_code = VT_NACK_RNR;
+	ASSERT_EQ(on_ack(a, 20 * US), 0);
+	EXPECT_EQ(c->tx.lost, 2u);
+	ASSERT_EQ(poll(20 * US), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, 120 * US);
+	ASSERT_EQ(poll(120 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_EQ(d.cause, VT_CAUSE_RNR);
+	ASSERT_EQ(poll(120 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 2u);
+	// second RNR: the responder suggests 50 us
+	a.rnr_wait_us = 50;
+	ASSERT_EQ(on_ack(a, 140 * US), 0);
+	ASSERT_EQ(poll(140 * US), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, 190 * US);
+	// third RNR without progress exceeds rnr_retry = 2
+	EXPECT_EQ(on_ack(a, 200 * US), VT_ERR_RNR_RETRY_EXC);
+	ASSERT_EQ(poll(200 * US), VT_TX_ERROR);
+	EXPECT_EQ(d.error, VT_ERR_RNR_RETRY_EXC);
+	EXPECT_EQ(c->stats[VT_STAT_RNR_RCVD], 3u);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RNR], 2u);
+}
+
+TEST_F(Tx, RnrDefaultWaitDoublesAndSevenIsInfinite)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+	send(0);
+	vt_ack a = ack(0, 0, 0);
+	a.opcode = VT_OP_NACK;
+	a.nack_code = VT_NACK_RNR;
+	uint64_t now = 10 * US;
+	for (int i = 0; i < 10; i++) {
+		ASSERT_EQ(on_ack(a, now), 0);
+		EXPECT_EQ(c->tx.rnr_until - now, cfg.rnr_delay_ns << VT_MIN(i, 6));
+		now = c->tx.rnr_until;
+		ASSERT_EQ(poll(now), VT_TX_RETX);
+	}
+}
+
+TEST_F(Tx, SequenceNackSelectiveRepeatResendsOnlyTheHole)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 4000), 0);
+	for (int i = 0; i < 4; i++)
+		send(0);
+	vt_ack a = ack(1, 0, 0);
+	a.opcode = VT_OP_NACK;
+	a.nack_code = VT_NACK_SEQ;
+	ASSERT_EQ(on_ack(a, 20 * US), 0);
+	ASSERT_EQ(poll(20 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_EQ(d.cause, VT_CAUSE_NACK);
+	EXPECT_NE(poll(20 * US), VT_TX_RETX);
+}
+
+TEST_F(Tx, SequenceNackGoBackNResendsEverything)
+{
+	cfg.cc = VT_CC_GBN;
+	init();
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.gbn_wnd << VT_FP_SHIFT);
+	EXPECT_EQ(vt_tx_rto(c.get()), cfg.gbn_rto_ns);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 4000), 0);
+	for (int i = 0; i < 4; i++)
+		send(0);
+	vt_ack a = ack(1, 0, 0);
+	a.opcode = VT_OP_NACK;
+	a.nack_code = VT_NACK_SEQ;
+	ASSERT_EQ(on_ack(a, 20 * US), 0);
+	for (uint32_t p = 1; p < 4; p++) {
+		ASSERT_EQ(poll(20 * US), VT_TX_RETX);
+		EXPECT_EQ(d.psn, p);
+		EXPECT_EQ(d.cause, VT_CAUSE_NACK);
+	}
+	EXPECT_EQ(poll(20 * US), VT_TX_WAIT);
+	// no TLP, and the RTO does not back off (rxe)
+	EXPECT_EQ(c->tx.tlp_deadline, VT_NEVER);
+	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	EXPECT_EQ(vt_tx_rto(c.get()), cfg.gbn_rto_ns);
+}
+
+TEST_F(Tx, FatalNacksFailTheConnection)
+{
+	uint8_t codes[] = {VT_NACK_REM_ACCESS, VT_NACK_INV_REQ};
+	int errs[] = {VT_ERR_REM_ACCESS, VT_ERR_REM_INV_REQ};
+	for (int i = 0; i < 2; i++) {
+		init();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+		send(0);
+		vt_ack a = ack(0, 0, 0);
+		a.opcode = VT_OP_NACK;
+		a.nack_code = codes[i];
+		EXPECT_EQ(on_ack(a, 10), errs[i]);
+		EXPECT_EQ(poll(10), VT_TX_ERROR);
+		EXPECT_EQ(d.error, errs[i]);
+	}
+}
+
+TEST_F(Tx, StaleAndBogusAcksAreIgnored)
+{
+	init(1000);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 4000), 0);
+	for (int i = 0; i < 4; i++)
+		send(0);
+	ASSERT_EQ(on_ack(ack(1002, 0, 1001), 10 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 2u);
+	ASSERT_EQ(on_ack(ack(1001, 0, 1000), 11 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 0u);
+	ASSERT_EQ(on_ack(ack(1005, 0, 1000), 12 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 0u);
+	EXPECT_EQ(c->stats[VT_STAT_ACKS_STALE], 2u);
+	EXPECT_EQ(c->tx.snd_una, 1002u);
+	// a SACK bit beyond snd_nxt is ignored
+	vt_ack a = ack(1002, 0, 1002);
+	sack_set(a, 5);
+	ASSERT_EQ(on_ack(a, 13 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 0u);
+}
+
+TEST_F(Tx, PsnWrapsAround)
+{
+	init(0xfffffff0u);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 9, 32 * 1000), 0);
+	for (uint32_t i = 0; i < 32; i++)
+		EXPECT_EQ(send(0), 0xfffffff0u + i);
+	vt_ack a = ack(0x8, 0, 0x7);
+	sack_set(a, 2);
+	ASSERT_EQ(on_ack(a, 10 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 25u);
+	EXPECT_EQ(r.cum_advanced, 24u);
+	ASSERT_EQ(on_ack(ack(0x10, 0, 0xf), 11 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 7u);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_EQ(c->tx.inflight, 0u);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+}
+
+TEST_F(Tx, MessageQueueFillsUp)
+{
+	init();
+	for (int i = 0; i < VT_MSGQ; i++)
+		ASSERT_EQ(vt_tx_enqueue(c.get(), i, 10), 0);
+	EXPECT_EQ(vt_tx_enqueue(c.get(), 99, 10), VT_ERR_FULL);
+}
+
+TEST_F(Tx, PacingBelowOnePacket)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 3000), 0);
+	c->tx.cwnd_fp = VT_FP_ONE / 4;
+	// one packet every srtt / cwnd = 80 us
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 1000), 80 * US);
+	send(100 * US);
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), 120 * US), 0);
+	c->tx.cwnd_fp = VT_FP_ONE / 4;
+	ASSERT_EQ(poll(120 * US), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, 180 * US);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), 180 * US);
+	ASSERT_EQ(poll(180 * US), VT_TX_SEND);
+	EXPECT_EQ(d.psn, 2u);
+}
+
+TEST(Config, RejectsBadValues)
+{
+	vt_config cfg = cfg_default();
+	EXPECT_EQ(vt_config_check(&cfg), 0);
+	EXPECT_EQ(vt_config_check(nullptr), VT_ERR_INVAL);
+	auto bad = [&](auto mut) {
+		vt_config x = cfg;
+		mut(x);
+		vt_conn c;
+		EXPECT_EQ(vt_config_check(&x), VT_ERR_INVAL);
+		EXPECT_EQ(vt_conn_init(&c, &x, 0, 0, 0, 0, 0), VT_ERR_INVAL);
+	};
+	bad([](vt_config &x) { x.mtu = 0; });
+	bad([](vt_config &x) { x.mtu = VT_MAX_PAYLOAD + 1; });
+	bad([](vt_config &x) { x.max_wnd = VT_WIN + 1; });
+	bad([](vt_config &x) { x.init_cwnd = 0; });
+	bad([](vt_config &x) { x.rx_wnd = 0; });
+	bad([](vt_config &x) { x.cc = VT_CC_MAX; });
+	bad([](vt_config &x) { x.num_paths = VT_MAX_PATHS + 1; });
+	bad([](vt_config &x) { x.rto_min_ns = x.rto_max_ns + 1; });
+	bad([](vt_config &x) { x.retry_cnt = 8; });
+	bad([](vt_config &x) { x.swift_beta_fp = VT_FP_ONE + 1; });
+	bad([](vt_config &x) { x.dcqcn_min_mbps = x.dcqcn_line_mbps + 1; });
+	bad([](vt_config &x) { x.gbn_wnd = 0; });
+	bad([](vt_config &x) { x.plb_cong_pct = 101; });
+	EXPECT_STREQ(vt_cc_get(VT_CC_DCQCN)->name, "dcqcn");
+	EXPECT_STREQ(vt_cc_get(99)->name, "swift");
+}
+
+TEST(Stats, NamesAndGaugesAreExported)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT, 4);
+	auto c = make_conn(cfg);
+	for (int i = 0; i < VT_STAT_MAX; i++)
+		ASSERT_NE(vt_stat_names[i], nullptr) << i;
+	std::vector<uint64_t> v(VT_STAT_MAX);
+	vt_stats_read(c.get(), 0, v.data());
+	EXPECT_EQ(v[VT_STAT_CWND_FP], (uint64_t)cfg.init_cwnd << VT_FP_SHIFT);
+	EXPECT_EQ(v[VT_STAT_PATHS_IN_USE], 4u);
+	EXPECT_EQ(v[VT_STAT_RTO_NS], cfg.rto_init_ns);
+	EXPECT_EQ(v[VT_STAT_RATE_MBPS], 0u);
+	cfg.cc = VT_CC_DCQCN;
+	c = make_conn(cfg);
+	vt_stats_read(c.get(), 0, v.data());
+	EXPECT_EQ(v[VT_STAT_RATE_MBPS], cfg.dcqcn_line_mbps);
+}
