@@ -6,6 +6,7 @@
 #ifndef VRDMA_H
 #define VRDMA_H
 
+#include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -27,6 +28,18 @@
  */
 #define VRDMA_ENCAP_OVERHEAD (40 + 8 + 64)
 
+/* Device counters, exported through "rdma statistic show". */
+enum vrdma_counter {
+	VRDMA_CNT_RX_PKTS,
+	VRDMA_CNT_RX_BYTES,
+	VRDMA_CNT_RX_BAD,	/* malformed: too short, bad version/length */
+	VRDMA_CNT_RX_NO_QP,	/* well formed but no QP to take it */
+	VRDMA_CNT_TX_PKTS,
+	VRDMA_CNT_TX_BYTES,
+	VRDMA_CNT_TX_ERR,	/* no route, no socket, qdisc drop */
+	VRDMA_CNT_MAX
+};
+
 struct vrdma_dev {
 	struct ib_device ibdev;		/* must be first: ib_alloc_device */
 	struct net_device *netdev;	/* referenced by ib_device_set_netdev */
@@ -35,7 +48,39 @@ struct vrdma_dev {
 	u32 netdev_mtu;
 	u8 mac[ETH_ALEN];
 	void *priv;			/* verbs-level state (vrdma_verbs.c) */
+	bool verbs_ready;		/* vrdma_verbs_dev_init() succeeded */
+	atomic64_t counters[VRDMA_CNT_MAX];
 };
+
+static inline void vrdma_count(struct vrdma_dev *vdev, enum vrdma_counter c,
+			       u64 n)
+{
+	atomic64_add(n, &vdev->counters[c]);
+}
+
+/* A resolved peer address: what vrdma_net_xmit() needs. */
+struct vrdma_route {
+	int family;			/* AF_INET or AF_INET6 */
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 tos;				/* IPv4 TOS / IPv6 traffic class */
+	u8 ttl;				/* hop limit; 0: route default */
+	__be32 flow_label;		/* IPv6 only */
+};
+
+/* vrdma_net.c */
+int vrdma_net_init(void);
+void vrdma_net_exit(void);
+int vrdma_net_attach(struct net *net);
+struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
+				    const struct vrdma_route *r,
+				    unsigned int len);
+int vrdma_net_xmit(struct vrdma_dev *vdev, const struct vrdma_route *r,
+		   __be16 sport, struct sk_buff *skb);
+void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
+extern const struct ib_device_ops vrdma_stats_ops;
 
 static inline struct vrdma_dev *to_vrdma_dev(struct ib_device *ibdev)
 {

@@ -65,7 +65,9 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&vdev->list);
 	mutex_unlock(&vrdma_dev_mutex);
 
-	vrdma_verbs_dev_cleanup(vdev);
+	/* ib_dealloc_device() also gets here when vrdma_dev_alloc() failed. */
+	if (vdev->verbs_ready)
+		vrdma_verbs_dev_cleanup(vdev);
 }
 
 static const struct ib_device_ops vrdma_main_ops = {
@@ -103,6 +105,7 @@ static struct vrdma_dev *vrdma_dev_alloc(struct net_device *netdev)
 
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
 	ib_set_device_ops(ibdev, &vrdma_main_ops);
+	ib_set_device_ops(ibdev, &vrdma_stats_ops);
 
 	rv = ib_device_set_netdev(ibdev, netdev, 1);
 	if (rv)
@@ -111,6 +114,7 @@ static struct vrdma_dev *vrdma_dev_alloc(struct net_device *netdev)
 	rv = vrdma_verbs_dev_init(vdev);
 	if (rv)
 		goto err_dealloc;
+	vdev->verbs_ready = true;
 
 	return vdev;
 
@@ -134,8 +138,16 @@ static int vrdma_add(const char *name, struct net_device *netdev)
 	if (rv)
 		return rv;
 
+	rv = vrdma_net_attach(dev_net(netdev));
+	if (rv)
+		return rv;
+
 	mutex_lock(&vrdma_dev_mutex);
-	existing = ib_device_get_by_netdev(netdev, VRDMA_DRIVER_ID);
+	/* The core would say ENFILE for a taken name: say what it is. */
+	existing = strchr(name, '%') ? NULL :
+		   ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	if (!existing)
+		existing = ib_device_get_by_netdev(netdev, VRDMA_DRIVER_ID);
 	if (existing) {
 		ib_device_put(existing);
 		rv = -EEXIST;
@@ -152,10 +164,10 @@ static int vrdma_add(const char *name, struct net_device *netdev)
 
 	rv = ib_register_device(&vdev->ibdev, name, NULL);
 	if (rv) {
-		list_del_init(&vdev->list);
-		vrdma_verbs_dev_cleanup(vdev);
+		mutex_unlock(&vrdma_dev_mutex);
+		/* Runs vrdma_dealloc_driver(), which takes the mutex. */
 		ib_dealloc_device(&vdev->ibdev);
-		goto out_unlock;
+		return rv;
 	}
 	mutex_unlock(&vrdma_dev_mutex);
 
@@ -319,9 +331,15 @@ static int __init vrdma_init(void)
 {
 	int rv;
 
+	rv = vrdma_net_init();
+	if (rv)
+		return rv;
+
 	vrdma_wq = alloc_ordered_workqueue("vrdma", 0);
-	if (!vrdma_wq)
-		return -ENOMEM;
+	if (!vrdma_wq) {
+		rv = -ENOMEM;
+		goto err_net;
+	}
 
 	/* Replays NETDEV_REGISTER for existing netdevs: load-time binding. */
 	rv = register_netdevice_notifier(&vrdma_netdev_nb);
@@ -334,6 +352,8 @@ static int __init vrdma_init(void)
 
 err_wq:
 	destroy_workqueue(vrdma_wq);
+err_net:
+	vrdma_net_exit();
 	return rv;
 }
 
@@ -345,6 +365,7 @@ static void __exit vrdma_exit(void)
 	destroy_workqueue(vrdma_wq);
 	ib_unregister_driver(VRDMA_DRIVER_ID);
 	WARN_ON(!list_empty(&vrdma_dev_list));
+	vrdma_net_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_net.c - the UDP glue: one tunnel socket pair (IPv4, IPv6) per
+ * network namespace that holds a vrdma device, route lookup, transmit on
+ * the netdev's queues and receive through the encap hook.
+ *
+ * Unlike rxe (sockets in init_net only), sockets are per netns, so a
+ * device bound to a netdev inside a container's namespace works there.
+ */
+#include <linux/if_vlan.h>
+#include <linux/module.h>
+#include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_verbs.h>
+
+#include "vrdma.h"
+#include "rdma/vrdma-abi.h"
+
+static unsigned short udp_port = VRDMA_UDP_PORT;
+module_param(udp_port, ushort, 0444);
+MODULE_PARM_DESC(udp_port, "UDP destination port of the vrdma transport");
+
+struct vrdma_net {
+	struct mutex lock;		/* socket creation */
+	struct socket __rcu *sk4;
+	struct socket __rcu *sk6;
+};
+
+static unsigned int vrdma_net_id;
+
+static struct vrdma_net *vrdma_pernet(struct net *net)
+{
+	return net_generic(net, vrdma_net_id);
+}
+
+static int vrdma_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	struct net_device *ndev = skb->dev;
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(ndev, VRDMA_DRIVER_ID);
+	if (!ibdev && is_vlan_dev(ndev))
+		ibdev = ib_device_get_by_netdev(vlan_dev_real_dev(ndev),
+						VRDMA_DRIVER_ID);
+	if (!ibdev) {
+		kfree_skb(skb);
+		return 0;
+	}
+
+	/* The transport reads its headers from the linear area. */
+	__skb_pull(skb, sizeof(struct udphdr));
+	vrdma_rx(to_vrdma_dev(ibdev), skb);
+	ib_device_put(ibdev);
+	return 0;
+}
+
+static struct socket *vrdma_udp_open(struct net *net, bool ipv6)
+{
+	struct udp_tunnel_sock_cfg tnl_cfg = {};
+	struct udp_port_cfg udp_cfg = {};
+	struct socket *sock;
+	int rv;
+
+	if (ipv6) {
+		udp_cfg.family = AF_INET6;
+		udp_cfg.ipv6_v6only = 1;
+	} else {
+		udp_cfg.family = AF_INET;
+	}
+	udp_cfg.local_udp_port = htons(udp_port);
+
+	rv = udp_sock_create(net, &udp_cfg, &sock);
+	if (rv < 0)
+		return ERR_PTR(rv);
+
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = vrdma_encap_recv;
+	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	return sock;
+}
+
+/*
+ * Make sure @net has its vrdma sockets. Called when a device is bound to
+ * a netdev of @net; the sockets then live as long as the namespace (or
+ * the module). IPv6 is optional: a namespace without it works on IPv4.
+ */
+int vrdma_net_attach(struct net *net)
+{
+	struct vrdma_net *vn = vrdma_pernet(net);
+	struct socket *sock;
+	int rv = 0;
+
+	mutex_lock(&vn->lock);
+	if (!rcu_access_pointer(vn->sk4)) {
+		sock = vrdma_udp_open(net, false);
+		if (IS_ERR(sock)) {
+			rv = PTR_ERR(sock);
+			pr_warn("vrdma: cannot open UDP port %u: %d\n",
+				udp_port, rv);
+			goto out;
+		}
+		rcu_assign_pointer(vn->sk4, sock);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (!rcu_access_pointer(vn->sk6)) {
+		sock = vrdma_udp_open(net, true);
+		if (!IS_ERR(sock))
+			rcu_assign_pointer(vn->sk6, sock);
+	}
+#endif
+out:
+	mutex_unlock(&vn->lock);
+	return rv;
+}
+
+static __net_init int vrdma_net_ns_init(struct net *net)
+{
+	struct vrdma_net *vn = vrdma_pernet(net);
+
+	mutex_init(&vn->lock);
+	RCU_INIT_POINTER(vn->sk4, NULL);
+	RCU_INIT_POINTER(vn->sk6, NULL);
+	return 0;
+}
+
+static void vrdma_udp_close(struct socket __rcu **slot)
+{
+	struct socket *sock = rcu_dereference_protected(*slot, true);
+
+	if (!sock)
+		return;
+	RCU_INIT_POINTER(*slot, NULL);
+	/* Waits for RCU readers, including vrdma_net_xmit(). */
+	udp_tunnel_sock_release(sock);
+}
+
+static __net_exit void vrdma_net_ns_exit(struct net *net)
+{
+	struct vrdma_net *vn = vrdma_pernet(net);
+
+	mutex_lock(&vn->lock);
+	vrdma_udp_close(&vn->sk4);
+	vrdma_udp_close(&vn->sk6);
+	mutex_unlock(&vn->lock);
+}
+
+static struct pernet_operations vrdma_net_ops = {
+	.init = vrdma_net_ns_init,
+	.exit = vrdma_net_ns_exit,
+	.id = &vrdma_net_id,
+	.size = sizeof(struct vrdma_net),
+};
+
+/*
+ * Allocate an skb with room for link, IP and UDP headers before @len
+ * bytes of vrdma header + payload (which the caller skb_put()s).
+ */
+struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
+				    const struct vrdma_route *r,
+				    unsigned int len)
+{
+	unsigned int hdr = LL_RESERVED_SPACE(vdev->netdev) +
+			   sizeof(struct udphdr) +
+			   (r->family == AF_INET6 ? sizeof(struct ipv6hdr) :
+						    sizeof(struct iphdr));
+	struct sk_buff *skb;
+
+	skb = alloc_skb(hdr + len, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, hdr);
+	return skb;
+}
+
+static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
+		       const struct vrdma_route *r, __be16 sport,
+		       struct sk_buff *skb)
+{
+	struct net_device *ndev = vdev->netdev;
+	struct flowi4 fl = {};
+	struct rtable *rt;
+
+	fl.flowi4_oif = ndev->ifindex;
+	fl.flowi4_proto = IPPROTO_UDP;
+	fl.flowi4_tos = RT_TOS(r->tos);
+	fl.saddr = r->saddr.v4;
+	fl.daddr = r->daddr.v4;
+	fl.fl4_sport = sport;
+	fl.fl4_dport = htons(udp_port);
+
+	rt = ip_route_output_key(dev_net(ndev), &fl);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+
+	skb->ignore_df = 1;
+	udp_tunnel_xmit_skb(rt, sk, skb, fl.saddr, fl.daddr, r->tos,
+			    r->ttl ? r->ttl : ip4_dst_hoplimit(&rt->dst),
+			    htons(IP_DF), sport, htons(udp_port), false, false);
+	return 0;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
+		       const struct vrdma_route *r, __be16 sport,
+		       struct sk_buff *skb)
+{
+	struct net_device *ndev = vdev->netdev;
+	struct in6_addr saddr = r->saddr.v6, daddr = r->daddr.v6;
+	struct dst_entry *dst;
+	struct flowi6 fl6 = {};
+
+	fl6.flowi6_oif = ndev->ifindex;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	fl6.saddr = saddr;
+	fl6.daddr = daddr;
+	fl6.fl6_sport = sport;
+	fl6.fl6_dport = htons(udp_port);
+
+	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sk, &fl6, NULL);
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
+	if (dst->error) {
+		int rv = dst->error;
+
+		dst_release(dst);
+		return rv;
+	}
+
+	return udp_tunnel6_xmit_skb(dst, sk, skb, dst->dev, &saddr, &daddr,
+				    r->tos,
+				    r->ttl ? r->ttl : ip6_dst_hoplimit(dst),
+				    r->flow_label, sport, htons(udp_port),
+				    false);
+}
+#endif
+
+/*
+ * Send @skb (vrdma header + payload, headroom from vrdma_net_alloc_skb)
+ * to @r from UDP source port @sport, which is the path entropy the
+ * transport core chose. Consumes @skb in every case.
+ */
+int vrdma_net_xmit(struct vrdma_dev *vdev, const struct vrdma_route *r,
+		   __be16 sport, struct sk_buff *skb)
+{
+	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
+	unsigned int len = skb->len;
+	struct socket *sock;
+	int rv = -EAFNOSUPPORT;
+
+	rcu_read_lock();
+	if (r->family == AF_INET6)
+		sock = rcu_dereference(vn->sk6);
+	else
+		sock = rcu_dereference(vn->sk4);
+	if (!sock)
+		goto drop;
+
+	if (r->family == AF_INET)
+		rv = vrdma_xmit4(vdev, sock->sk, r, sport, skb);
+#if IS_ENABLED(CONFIG_IPV6)
+	else if (r->family == AF_INET6)
+		rv = vrdma_xmit6(vdev, sock->sk, r, sport, skb);
+#endif
+	if (rv)
+		goto drop;
+	rcu_read_unlock();
+
+	vrdma_count(vdev, VRDMA_CNT_TX_PKTS, 1);
+	vrdma_count(vdev, VRDMA_CNT_TX_BYTES, len);
+	return 0;
+
+drop:
+	rcu_read_unlock();
+	vrdma_count(vdev, VRDMA_CNT_TX_ERR, 1);
+	kfree_skb(skb);
+	return rv;
+}
+
+int vrdma_net_init(void)
+{
+	return register_pernet_subsys(&vrdma_net_ops);
+}
+
+void vrdma_net_exit(void)
+{
+	unregister_pernet_subsys(&vrdma_net_ops);
+}

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_rx.c - receive dispatch: every UDP payload that reaches the vrdma
+ * port is decoded by the transport core's wire decoders, which check each
+ * length and field. Malformed packets are dropped and counted.
+ *
+ * Status: the data path (QP lookup and delivery into the transport
+ * engine) is not written yet; well-formed packets are counted as
+ * rx_dropped_no_qp, which is exactly what happens to them today.
+ */
+#include <linux/skbuff.h>
+
+#include "vrdma.h"
+#include "vt_wire.h"
+
+void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
+{
+	struct vt_data_hdr dh;
+	struct vt_ack ack;
+	int op, rv;
+
+	vrdma_count(vdev, VRDMA_CNT_RX_PKTS, 1);
+	vrdma_count(vdev, VRDMA_CNT_RX_BYTES, skb->len);
+
+	/* Decoders read a flat buffer: headers must be linear. */
+	if (skb_linearize(skb))
+		goto bad;
+
+	op = vt_pkt_opcode(skb->data, skb->len);
+	if (op < 0)
+		goto bad;
+	if (op == VT_OP_ACK || op == VT_OP_NACK)
+		rv = vt_ack_decode(skb->data, skb->len, &ack);
+	else
+		rv = vt_data_hdr_decode(skb->data, skb->len, &dh);
+	if (rv < 0)
+		goto bad;
+
+	vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+	kfree_skb(skb);
+	return;
+
+bad:
+	vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
+	kfree_skb(skb);
+}
