@@ -7,6 +7,7 @@
 #ifndef VRDMA_COMPAT_H
 #define VRDMA_COMPAT_H
 
+#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 
@@ -22,5 +23,24 @@
 #ifndef MODULE_ALIAS_RDMA_LINK
 #define MODULE_ALIAS_RDMA_LINK(type) MODULE_ALIAS("rdma-link-" type)
 #endif
+
+/*
+ * In exclusive netns mode (ib_core netns_mode=0) a device is only usable
+ * from its own namespace, but every new device starts in init_net and
+ * moving it needs "rdma dev set ... netns", which also requires
+ * disassociate_ucontext. A vrdma device belongs where its netdev is, so
+ * place it there before registration; in shared mode (the default)
+ * nothing changes. No kernel up to 6.12 has an API for this: the
+ * coredev's rdma_net is what rdma_dev_access_netns() and the class
+ * namespace use, and the core moves the device back to init_net itself
+ * when that namespace is dismantled (rdma_dev_exit_net).
+ */
+static inline void vrdma_set_initial_netns(struct ib_device *ibdev,
+					   struct net *net)
+{
+	if (net_eq(net, &init_net) || rdma_dev_access_netns(ibdev, net))
+		return;
+	write_pnet(&ibdev->coredev.rdma_net, net);
+}
 
 #endif /* VRDMA_COMPAT_H */

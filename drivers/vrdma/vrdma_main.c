@@ -107,6 +107,8 @@ static struct vrdma_dev *vrdma_dev_alloc(struct net_device *netdev)
 	ib_set_device_ops(ibdev, &vrdma_main_ops);
 	ib_set_device_ops(ibdev, &vrdma_stats_ops);
 
+	vrdma_set_initial_netns(ibdev, dev_net(netdev));
+
 	rv = ib_device_set_netdev(ibdev, netdev, 1);
 	if (rv)
 		goto err_dealloc;
