@@ -107,15 +107,22 @@ static void swift_on_timeout(struct vt_conn *c, u64 now)
 	swift_decrease(c, now, 0);
 }
 
-/* Below one packet of window, send one packet every srtt / cwnd. */
+/*
+ * Below one packet of window, send one packet every rtt / cwnd.  The rtt is
+ * the smaller of srtt and the latest sample: once a standing queue drains,
+ * the sender must not keep waiting for an average inflated by it.
+ */
 static u64 swift_pacing_gap(const struct vt_conn *c, u32 len)
 {
 	u64 rtt = c->tx.srtt ? c->tx.srtt : c->cfg.swift_target_ns;
 
 	(void)len;
+	if (c->tx.last_rtt && c->tx.last_rtt < rtt)
+		rtt = c->tx.last_rtt;
 	if (c->tx.cwnd_fp >= VT_FP_ONE)
 		return 0;
-	return vt_div64(rtt * VT_FP_ONE, c->tx.cwnd_fp);
+	return VT_MIN(vt_div64(rtt * VT_FP_ONE, c->tx.cwnd_fp),
+		      c->cfg.rto_max_ns);
 }
 
 /* ---- DCQCN reaction point (CE counts in ACKs stand in for CNPs) ---- */

@@ -200,7 +200,8 @@ struct vt_tx {
 	u64 rto_deadline, tlp_deadline, reo_deadline, rnr_until;
 	u64 rack_xmit_ts, rack_rtt;
 	u32 rack_psn;
-	u64 srtt, rttvar, min_rtt;
+	bool rack_valid;		/* some packet was delivered */
+	u64 srtt, rttvar, min_rtt, last_rtt;
 	union {
 		struct {
 			u64 last_decrease;

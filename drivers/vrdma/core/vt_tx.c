@@ -140,6 +140,7 @@ static void rtt_update(struct vt_tx *t, u64 rtt)
 
 	if (!rtt)
 		rtt = 1;
+	t->last_rtt = rtt;
 	if (!t->srtt) {
 		t->srtt = rtt;
 		t->rttvar = rtt / 2;
@@ -210,8 +211,9 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 	/* RACK: remember the latest-sent delivered packet (RFC 8985 6.2) */
 	if (p->retx && now - p->xmit_ts < t->min_rtt)
 		return;	/* may be the ACK of an earlier copy */
-	if (p->xmit_ts > t->rack_xmit_ts ||
+	if (!t->rack_valid || p->xmit_ts > t->rack_xmit_ts ||
 	    (p->xmit_ts == t->rack_xmit_ts && vt_psn_lt(t->rack_psn, psn))) {
+		t->rack_valid = true;
 		t->rack_xmit_ts = p->xmit_ts;
 		t->rack_psn = psn;
 		t->rack_rtt = now - p->xmit_ts;
@@ -231,6 +233,8 @@ static u32 rack_detect(struct vt_conn *c, u64 now)
 	struct vt_tx_pkt *p;
 
 	t->reo_deadline = VT_NEVER;
+	if (!t->rack_valid)
+		return 0;
 	for (psn = t->snd_una; psn != t->snd_nxt; psn++) {
 		p = slot(t, psn);
 		if (!(p->flags & VT_PKT_INFLIGHT))
