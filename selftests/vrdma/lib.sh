@@ -21,7 +21,8 @@ ktap_n=0
 ktap_npass=0
 ktap_nfail=0
 ktap_nskip=0
-echo "TAP version 13"
+# Set VRDMA_LIB_QUIET=1 before sourcing to use the helpers without TAP.
+[ -n "${VRDMA_LIB_QUIET:-}" ] || echo "TAP version 13"
 
 ktap_ok() { ktap_n=$((ktap_n + 1)); ktap_npass=$((ktap_npass + 1)); echo "ok $ktap_n $*"; }
 ktap_fail() { ktap_n=$((ktap_n + 1)); ktap_nfail=$((ktap_nfail + 1)); echo "not ok $ktap_n $*"; }
