@@ -5,9 +5,13 @@
 #ifndef VRDMA_VERBS_H
 #define VRDMA_VERBS_H
 
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
 #include "rdma/vrdma-abi.h"	/* VRDMA_MAX_SGE, VRDMA_MAX_INLINE */
+#include "vrdma.h"
 
 #define VRDMA_MAX_QP		(16 * 1024)
 #define VRDMA_MAX_QP_WR		(16 * 1024)
@@ -22,6 +26,32 @@
 #define VRDMA_MAX_MR_SIZE	(1ULL << 40)
 #define VRDMA_MAX_MSG_SIZE	(1U << 31)
 
+#define VRDMA_QPN_MAX		0xffffff
+#define VRDMA_QPN_MIN		16	/* 0 and 1 are special, keep a gap */
+#define VRDMA_PSN_MASK		0xffffff
+
+/*
+ * Object limits in force, set from module parameters at load time
+ * (defaults: the VRDMA_MAX_* values) so tests can exhaust them cheaply.
+ */
+struct vrdma_limits {
+	u32 max_qp, max_cq, max_mr, max_pd, max_srq, max_ah;
+	u32 max_qp_wr, max_cqe;
+};
+
+extern struct vrdma_limits vrdma_limits;
+
+/* Verbs-level per-device state, hung off vrdma_dev->priv. */
+struct vrdma_verbs_dev {
+	struct xarray qp_xa;		/* qp_num -> vrdma_qp */
+	struct xarray mr_xa;		/* key index -> vrdma_mr */
+	struct xarray ah_xa;		/* ah_num -> vrdma_ah */
+	u32 next_qpn;
+	u32 next_mr;
+	u32 next_ah;
+	atomic_t n_pd, n_cq, n_qp, n_mr, n_srq, n_ah;
+};
+
 struct vrdma_ucontext {
 	struct ib_ucontext ibuc;
 };
@@ -29,5 +59,205 @@ struct vrdma_ucontext {
 struct vrdma_pd {
 	struct ib_pd ibpd;
 };
+
+/* A kernel-allocated ring, optionally mapped by a user process. */
+struct vrdma_ring {
+	void *buf;			/* vmalloc_user(), zeroed */
+	size_t size;			/* bytes, page multiple */
+	u32 num;			/* slots, power of two */
+	u32 slot_size;
+	u32 cons;			/* kernel consumer index */
+	u32 prod;			/* kernel producer index */
+	struct rdma_user_mmap_entry *entry;
+};
+
+struct vrdma_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *addr;
+};
+
+/*
+ * Slot ownership (uapi vrdma-abi.h): the first u32 of every slot is its
+ * flags word. The acquire load pairs with the producer's release store,
+ * so a VALID slot's contents are visible once its flag is; the release
+ * store orders our writes (or reads) of the slot before handing it over.
+ */
+static inline u32 vrdma_slot_flags(void *slot)
+{
+	/* acquire: pairs with vrdma_slot_set() / the provider's release */
+	return smp_load_acquire((u32 *)slot);
+}
+
+static inline void vrdma_slot_set(void *slot, u32 flags)
+{
+	/* release: slot contents before the ownership flag */
+	smp_store_release((u32 *)slot, flags);
+}
+
+static inline void *vrdma_ring_slot(struct vrdma_ring *r, u32 idx)
+{
+	return r->buf + (size_t)(idx & (r->num - 1)) * r->slot_size;
+}
+
+int vrdma_ring_alloc(struct vrdma_ring *r, u32 num, u32 slot_size,
+		     size_t extra);
+void vrdma_ring_free(struct vrdma_ring *r);
+int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void vrdma_mmap_free(struct rdma_user_mmap_entry *rentry);
+int vrdma_ring_mmap_key(struct vrdma_ring *r, struct ib_udata *udata,
+			u64 *key);
+
+struct vrdma_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;		/* producer side and kernel poll */
+	struct vrdma_ring ring;
+	struct vrdma_cq_ctrl *ctrl;	/* after the CQEs, shared */
+	bool user;
+	u64 overflows;
+};
+
+struct vrdma_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock;
+	struct vrdma_ring ring;
+	u32 max_wr;			/* what the consumer asked for */
+	u32 limit;			/* armed when non-zero */
+	bool user;
+};
+
+struct vrdma_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+	u32 ah_num;
+};
+
+enum vrdma_mr_type {
+	VRDMA_MR_DMA,
+	VRDMA_MR_USER,
+	VRDMA_MR_FAST,
+};
+
+struct vrdma_mr {
+	struct ib_mr ibmr;
+	enum vrdma_mr_type type;
+	struct ib_umem *umem;
+	u64 *pages;			/* FAST: page addresses of map_mr_sg */
+	u32 max_pages;
+	u32 npages;
+	int access;
+};
+
+struct vrdma_qp {
+	struct ib_qp ibqp;
+	struct vrdma_dev *vdev;
+	struct mutex state_lock;	/* modify_qp, query_qp */
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;		/* what modify_qp accepted */
+	struct ib_qp_cap cap;
+	enum ib_sig_type sq_sig_type;
+	spinlock_t sq_lock;
+	spinlock_t rq_lock;
+	struct vrdma_ring sq;
+	struct vrdma_ring rq;		/* unused with an SRQ */
+	bool user;
+	u64 doorbells;
+};
+
+static inline struct vrdma_verbs_dev *vrdma_vdev(struct ib_device *ibdev)
+{
+	return to_vrdma_dev(ibdev)->priv;
+}
+
+static inline struct vrdma_ucontext *to_vuc(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct vrdma_ucontext, ibuc);
+}
+
+static inline struct vrdma_cq *to_vcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct vrdma_cq, ibcq);
+}
+
+static inline struct vrdma_qp *to_vqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct vrdma_qp, ibqp);
+}
+
+static inline struct vrdma_srq *to_vsrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct vrdma_srq, ibsrq);
+}
+
+static inline struct vrdma_mr *to_vmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct vrdma_mr, ibmr);
+}
+
+static inline struct vrdma_ah *to_vah(struct ib_ah *ah)
+{
+	return container_of(ah, struct vrdma_ah, ibah);
+}
+
+/* Counted object limits: take one or fail with -ENOMEM. */
+static inline int vrdma_take(atomic_t *n, u32 max)
+{
+	if (atomic_inc_return(n) > max) {
+		atomic_dec(n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Driver data of a command: known part present, unknown tail zero. */
+int vrdma_udata_in(struct ib_udata *udata, void *cmd, size_t cmd_size,
+		   size_t min_size);
+int vrdma_udata_out(struct ib_udata *udata, void *resp,
+		    size_t resp_size);
+
+/* vrdma_cq.c */
+int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
+		  bool solicited);
+
+/* vrdma_qp.c */
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		    struct ib_udata *udata);
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		    int mask, struct ib_udata *udata);
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init_attr);
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+
+/* vrdma_srq.c */
+int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
+		     struct ib_udata *udata);
+int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+bool vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_rqe *out);
+int vrdma_build_rqe(struct vrdma_rqe *rqe, const struct ib_recv_wr *wr,
+		    u32 max_sge);
+
+/* vrdma_mem.c */
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
+				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
+		    unsigned int *sg_offset);
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 #endif /* VRDMA_VERBS_H */

@@ -12,7 +12,8 @@
  * Ownership of a ring slot is carried by VRDMA_WQE_VALID / VRDMA_CQE_VALID
  * in its flags word: the producer fills the slot and then sets the bit
  * with a release store; the consumer tests it with an acquire load, reads
- * the slot and clears the bit with a release store. Nothing else of a ring
+ * the slot and clears the bit with a release store. The flags word is the
+ * first 32 bits of every slot type. Nothing else of a ring
  * is shared, so posting a receive and polling a CQ take no system call.
  */
 #ifndef VRDMA_ABI_USER_H
@@ -68,6 +69,7 @@ enum vrdma_sq_opcode {
 	VRDMA_OP_ATOMIC_FETCH_AND_ADD	= 6,
 	VRDMA_OP_LOCAL_INV		= 7,
 	VRDMA_OP_SEND_WITH_INV		= 9,
+	VRDMA_OP_REG_MR			= 0x20,	/* kernel QPs only */
 };
 
 /* One send queue entry. With VRDMA_WQE_INLINE, sge[] holds the payload. */
@@ -111,11 +113,11 @@ enum vrdma_cqe_flags {
  * and enum ib_wc_status, which equal libibverbs' ibv_wc_opcode/status.
  */
 struct vrdma_cqe {
-	__aligned_u64 wr_id;
-	__u32 flags;
+	__u32 flags;			/* first, like every ring slot */
 	__u8 opcode;
 	__u8 status;
 	__u16 pkey_index;
+	__aligned_u64 wr_id;
 	__u32 byte_len;
 	__u32 ex;			/* immediate data (be) or invalidated rkey */
 	__u32 qp_num;

@@ -80,7 +80,7 @@ static int vrdma_query_port(struct ibv_context *ctx, uint8_t port,
 static struct ibv_pd *vrdma_alloc_pd(struct ibv_context *ctx)
 {
 	struct ib_uverbs_alloc_pd_resp resp;
-	struct ibv_alloc_pd cmd;
+	struct ibv_alloc_pd cmd = {};
 	struct ibv_pd *pd;
 
 	pd = calloc(1, sizeof(*pd));
@@ -108,8 +108,8 @@ static int vrdma_dealloc_pd(struct ibv_pd *pd)
 static struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 				   uint64_t hca_va, int access)
 {
-	struct ib_uverbs_reg_mr_resp resp;
-	struct ibv_reg_mr cmd;
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ibv_reg_mr cmd = {};
 	struct vrdma_mr *mr;
 
 	mr = calloc(1, sizeof(*mr));
@@ -665,7 +665,8 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	if (qp->srq) {
 		*bad_wr = wr;
-		return -EINVAL;
+		errno = EINVAL;
+		return errno;
 	}
 	return vrdma_post_rqe(&qp->rq, ibqp->context, wr, bad_wr);
 }

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_srq.c - shared receive queues: a ring of struct vrdma_rqe like a
+ * QP's RQ, plus the limit (IBA 10.2.9.6: armed by modify_srq, fires
+ * IB_EVENT_SRQ_LIMIT_REACHED once when fewer WQEs than the limit remain,
+ * then disarms).
+ */
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "vrdma.h"
+#include "vrdma_verbs.h"
+
+int vrdma_build_rqe(struct vrdma_rqe *rqe, const struct ib_recv_wr *wr,
+		    u32 max_sge)
+{
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > max_sge)
+		return -EINVAL;
+	rqe->wr_id = wr->wr_id;
+	rqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		rqe->sge[i].addr = wr->sg_list[i].addr;
+		rqe->sge[i].length = wr->sg_list[i].length;
+		rqe->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
+		     struct ib_udata *udata)
+{
+	struct vrdma_verbs_dev *vd = vrdma_vdev(ibsrq->device);
+	struct vrdma_create_srq_resp resp = {};
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	struct vrdma_create_srq_cmd cmd;
+	int rv;
+
+	rv = vrdma_udata_in(udata, &cmd, sizeof(cmd), 0);
+	if (rv)
+		return rv;
+	if (cmd.comp_mask || memchr_inv(cmd.reserved_32, 0,
+					sizeof(cmd.reserved_32)))
+		return -EOPNOTSUPP;
+	if (udata && udata->outlen < offsetofend(typeof(resp), srq_size))
+		return -EINVAL;
+	if (attr->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->attr.max_wr || attr->attr.max_wr > vrdma_limits.max_qp_wr ||
+	    attr->attr.max_sge > VRDMA_MAX_SGE ||
+	    attr->attr.srq_limit > attr->attr.max_wr)
+		return -EINVAL;
+
+	rv = vrdma_take(&vd->n_srq, vrdma_limits.max_srq);
+	if (rv)
+		return rv;
+
+	spin_lock_init(&srq->lock);
+	srq->user = !!udata;
+	rv = vrdma_ring_alloc(&srq->ring, attr->attr.max_wr,
+			      sizeof(struct vrdma_rqe), 0);
+	if (rv)
+		goto err_count;
+	srq->max_wr = srq->ring.num;
+	srq->limit = attr->attr.srq_limit;
+	attr->attr.max_wr = srq->ring.num;
+	attr->attr.max_sge = VRDMA_MAX_SGE;
+
+	if (udata) {
+		rv = vrdma_ring_mmap_key(&srq->ring, udata, &resp.srq_key);
+		if (rv)
+			goto err_ring;
+		resp.num_rqe = srq->ring.num;
+		resp.srq_size = srq->ring.size;
+		rv = vrdma_udata_out(udata, &resp, sizeof(resp));
+		if (rv)
+			goto err_ring;
+	}
+	return 0;
+
+err_ring:
+	vrdma_ring_free(&srq->ring);
+err_count:
+	atomic_dec(&vd->n_srq);
+	return rv;
+}
+
+int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+
+	vrdma_ring_free(&srq->ring);
+	atomic_dec(&vrdma_vdev(ibsrq->device)->n_srq);
+	return 0;
+}
+
+/* WQEs still queued, counted from the kernel consumer index. */
+static u32 vrdma_srq_count(struct vrdma_srq *srq)
+{
+	u32 n;
+
+	for (n = 0; n < srq->ring.num; n++) {
+		u32 *f = vrdma_ring_slot(&srq->ring, srq->ring.cons + n);
+
+		if (!(vrdma_slot_flags(f) & VRDMA_WQE_VALID))
+			break;
+	}
+	return n;
+}
+
+int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	unsigned long flags;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	/* resizing a ring a process has mapped is not supported */
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;
+	if (mask & IB_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->max_wr)
+			return -EINVAL;
+		spin_lock_irqsave(&srq->lock, flags);
+		srq->limit = attr->srq_limit;
+		spin_unlock_irqrestore(&srq->lock, flags);
+	}
+	return 0;
+}
+
+int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = VRDMA_MAX_SGE;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+/*
+ * Take the next receive WQE (data path). Fires the limit event when the
+ * queue drops below an armed limit. Returns false when the SRQ is empty.
+ */
+bool vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_rqe *out)
+{
+	struct vrdma_rqe *rqe;
+	unsigned long flags;
+	bool fire = false;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	rqe = vrdma_ring_slot(&srq->ring, srq->ring.cons);
+	if (!(vrdma_slot_flags(rqe) & VRDMA_WQE_VALID)) {
+		spin_unlock_irqrestore(&srq->lock, flags);
+		return false;
+	}
+	memcpy(out, rqe, sizeof(*out));
+	vrdma_slot_set(rqe, 0);
+	srq->ring.cons++;
+	if (srq->limit && vrdma_srq_count(srq) < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+	spin_unlock_irqrestore(&srq->lock, flags);
+
+	if (fire && srq->ibsrq.event_handler) {
+		struct ib_event ev = {
+			.device = srq->ibsrq.device,
+			.element.srq = &srq->ibsrq,
+			.event = IB_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+	}
+	return true;
+}
+
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	unsigned long flags;
+	int rv = 0;
+
+	if (srq->user) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&srq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct vrdma_rqe *rqe = vrdma_ring_slot(&srq->ring,
+							 srq->ring.prod);
+
+		if (vrdma_slot_flags(rqe) & VRDMA_WQE_VALID) {
+			rv = -ENOMEM;
+			break;
+		}
+		rv = vrdma_build_rqe(rqe, wr, VRDMA_MAX_SGE);
+		if (rv)
+			break;
+		vrdma_slot_set(rqe, VRDMA_WQE_VALID);
+		srq->ring.prod++;
+	}
+	spin_unlock_irqrestore(&srq->lock, flags);
+	if (rv)
+		*bad_wr = wr;
+	return rv;
+}
