@@ -222,7 +222,7 @@ TEST_F(Rx, CallerNacksRnrAndAccessErrors)
 	init();
 	EXPECT_EQ(rx(0, 10, VT_F_SOM, false, VT_NACK_RNR), VT_RX_NACKED);
 	EXPECT_TRUE(v.ack_now);
-	c->rx.rnr_wait_us = 250;
+	vt_rx_set_rnr_wait(c.get(), 250);
 	vt_ack a = ack(20);
 	EXPECT_EQ(a.opcode, VT_OP_NACK);
 	EXPECT_EQ(a.nack_code, VT_NACK_RNR);

@@ -319,6 +319,7 @@ bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
+void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us);
 
 /* ---- telemetry ---- */
 void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals);

@@ -149,6 +149,12 @@ void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd)
 	c->rx.rwnd = VT_MAX(1U, VT_MIN(rwnd, c->cfg.rx_wnd));
 }
 
+/* The wait advertised in RNR NACKs (us); 0 lets the sender choose. */
+void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us)
+{
+	c->rx.rnr_wait_us = wait_us;
+}
+
 /* Build the ACK (or NACK) owed now and clear the pending state. */
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a)
 {
