@@ -13,15 +13,17 @@ VM_INITRD_MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_de
 
 vm_log() { echo "vm: $*" >&2; }
 
-# Newest Debian 6.1 kernel that has both an image and its modules (any
-# kernel if there is no 6.1).
+# Newest Debian 6.1 generic kernel that has both an image and its modules
+# (else any 6.1, else any kernel).
 vm_pick_kernel() {
 	local img all
 	all=$(for img in /boot/vmlinuz-*; do
 		[ -d "/lib/modules/${img#/boot/vmlinuz-}/kernel" ] && echo "${img#/boot/vmlinuz-}"
 	done | sort -V)
 	[ -n "$all" ] || return 1
-	echo "$all" | grep '^6\.1\.' | tail -n 1 | grep . || echo "$all" | tail -n 1
+	# Debian's generic flavour first: cloud kernels lack 9p and most drivers.
+	echo "$all" | grep '^6\.1\.' | grep -Ev 'cloud|-rt-' | tail -n 1 | grep . ||
+		echo "$all" | grep '^6\.1\.' | tail -n 1 | grep . || echo "$all" | tail -n 1
 }
 
 # An extract-vmlinux script: from a kernel tree if one is around, else out
