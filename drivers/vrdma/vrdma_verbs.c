@@ -200,6 +200,15 @@ static void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/*
+ * The device may go away (rdma link del, netdev removal, rmmod) while a
+ * process holds a context: uverbs then destroys every object itself and
+ * zaps the ring mappings (rdma_user_mmap_entry), so nothing is left here.
+ */
+static void vrdma_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrdma_verbs_dev *vd = vrdma_vdev(ibpd->device);
@@ -334,6 +343,7 @@ const struct ib_device_ops vrdma_dev_ops = {
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.dereg_mr = vrdma_dereg_mr,
+	.disassociate_ucontext = vrdma_disassociate_ucontext,
 	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,
 	.destroy_qp = vrdma_destroy_qp,
