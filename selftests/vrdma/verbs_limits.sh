@@ -5,7 +5,7 @@
 # (module parameters); ibv_devinfo advertises them, creating one more of
 # each type fails with ENOMEM, freeing one lets the next succeed.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/verbs_lib.sh"
+. "$(dirname "$0")/verbs_lib.inc"
 require_root
 require_cmd rdma ibv_devinfo ip
 require_vrdma

@@ -7,7 +7,7 @@
 # WQEs queued in the mmapped rings and flushed by the error state, CQ
 # resize, SRQ limit), and nothing left in `rdma resource show` afterwards.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/verbs_lib.sh"
+. "$(dirname "$0")/verbs_lib.inc"
 require_root
 require_cmd rdma ibv_devinfo ip
 require_vrdma

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <poll.h>
 #include <unistd.h>
 #include <vector>
 
@@ -405,14 +406,14 @@ void test_qp(Dev &d)
 	      "RTS -> ERR");
 	int nr = ibv_poll_cq(cq2, 16, wc);
 	bool ok = nr == posted_r;
-	for (int i = 0; i < nr; i++)
-		std::printf("# wc %d: wr_id %llu status %d opcode %d qp %u\n", i,
-			    (unsigned long long)wc[i].wr_id, wc[i].status,
-			    wc[i].opcode, wc[i].qp_num);
 	for (int i = 0; ok && i < nr; i++)
 		ok = wc[i].status == IBV_WC_WR_FLUSH_ERR &&
 		     wc[i].qp_num == qp->qp_num &&
 		     wc[i].wr_id == (uint64_t)(i < 3 ? 100 + i : 1000 + i - 3);
+	for (int i = 0; !ok && i < nr; i++)
+		std::printf("# wc %d: wr_id %llu status %d opcode %d qp %u\n", i,
+			    (unsigned long long)wc[i].wr_id, wc[i].status,
+			    wc[i].opcode, wc[i].qp_num);
 	check(ok, "RQ flushed in order with IBV_WC_WR_FLUSH_ERR (" +
 			  std::to_string(nr) + " of " +
 			  std::to_string(posted_r) + ")");
@@ -517,7 +518,6 @@ void test_qp(Dev &d)
 		if (sq) {
 			ibv_recv_wr rw2{}, *bad2;
 			int rv = ibv_post_recv(sq, &rw2, &bad2);
-			std::printf("# post_recv on SRQ QP: %d\n", rv);
 			check(rv == EINVAL,
 			      "post_recv on an SRQ QP: EINVAL");
 			ibv_destroy_qp(sq);
@@ -527,6 +527,85 @@ void test_qp(Dev &d)
 
 	check(!ibv_destroy_cq(cq) && !ibv_destroy_cq(cq2), "destroy CQs");
 	check(!ibv_dealloc_pd(pd), "dealloc_pd after everything");
+}
+
+// Completion events and resize with pending CQEs, driven by flush
+// completions (the only completions the control path produces).
+void test_cq_events(Dev &d)
+{
+	ibv_pd *pd = ibv_alloc_pd(d.ctx);
+	ibv_comp_channel *ch = ibv_create_comp_channel(d.ctx);
+	ibv_cq *cq = ch ? ibv_create_cq(d.ctx, 8, nullptr, ch, 0) : nullptr;
+	ibv_cq *scq = ibv_create_cq(d.ctx, 8, nullptr, nullptr, 0);
+	ibv_qp_init_attr ia{};
+	std::vector<char> buf(4096);
+
+	if (!pd || !cq || !scq) {
+		check(false, "event test prerequisites");
+		return;
+	}
+	ia.send_cq = scq;
+	ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ibv_qp *qp = ibv_create_qp(pd, &ia);
+	ibv_mr *mr = ibv_reg_mr(pd, buf.data(), buf.size(),
+				IBV_ACCESS_LOCAL_WRITE);
+	if (!qp || !mr || to_init(qp)) {
+		check(false, "event test QP");
+		return;
+	}
+	ibv_sge sge{ (uintptr_t)buf.data(), 16, mr->lkey };
+	for (int i = 0; i < 5; i++) {
+		ibv_recv_wr rw{}, *bad;
+		rw.wr_id = 500 + i;
+		rw.sg_list = &sge;
+		rw.num_sge = 1;
+		ibv_post_recv(qp, &rw, &bad);
+	}
+	check(ibv_req_notify_cq(cq, 0) == 0, "arm the CQ");
+	pollfd pfd{ ch->fd, POLLIN, 0 };
+	check(poll(&pfd, 1, 200) == 0, "no event before a completion");
+
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_ERR;
+	check(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "INIT -> ERR");
+	bool got = poll(&pfd, 1, 5000) == 1;
+	ibv_cq *ev_cq = nullptr;
+	void *ev_ctx = nullptr;
+	if (got)
+		got = ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq;
+	check(got, "completion event delivered on the channel");
+	if (got)
+		ibv_ack_cq_events(cq, 1);
+	check(poll(&pfd, 1, 200) == 0,
+	      "one event per arming (no second event without re-arm)");
+
+	// 5 unpolled CQEs survive a resize, in order
+	ibv_wc wc[16];
+	int n = ibv_poll_cq(cq, 1, wc);
+	check(n == 1 && wc[0].wr_id == 500, "first flushed CQE polled");
+	check(ibv_resize_cq(cq, 2) == EINVAL,
+	      "resize below the unpolled CQEs: EINVAL");
+	check(ibv_resize_cq(cq, 64) == 0 && cq->cqe >= 64,
+	      "resize with 4 unpolled CQEs");
+	n = ibv_poll_cq(cq, 16, wc);
+	bool ok = n == 4;
+	for (int i = 0; ok && i < n; i++)
+		ok = wc[i].wr_id == (uint64_t)(501 + i) &&
+		     wc[i].status == IBV_WC_WR_FLUSH_ERR;
+	check(ok, "unpolled CQEs kept in order across resize (" +
+			  std::to_string(n) + ")");
+
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_destroy_cq(scq);
+	ibv_destroy_comp_channel(ch);
+	ibv_dealloc_pd(pd);
 }
 
 // Destroy in reverse, forward and interleaved orders.
@@ -702,6 +781,7 @@ int main(int argc, char **argv)
 	test_pd_mr(d);
 	test_cq(d);
 	test_qp(d);
+	test_cq_events(d);
 	test_orders(d);
 	if (do_exhaust)
 		test_exhaust(d);
