@@ -127,7 +127,7 @@ Usage: vrdma-sim [options]
  Transport
   --algos LIST           comma list of swift,dcqcn,gbn (all three)
   --paths LIST           comma list of path counts; 1 = no spraying, 0 =
-                         the core default (0)
+                         the core default (0); gbn always runs on 1 path
   --mtu BYTES            payload per packet (4096)
  Run
   --seed S               RNG seed; same seed, same results (1)
@@ -1169,6 +1169,7 @@ const Bucket kBuckets[] = {{"<10KB", 0, 10000},
 			   {"10-100KB", 10000, 100000},
 			   {"100KB-1MB", 100000, 1000000},
 			   {">=1MB", 1000000, UINT64_MAX},
+			   {"<100KB", 0, 100000},
 			   {"all", 0, UINT64_MAX}};
 
 double jain(const std::vector<double> &x)
@@ -1389,11 +1390,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	std::vector<std::pair<std::string, uint32_t>> runs;
+	// The go-back-N baseline models Soft-RoCE, which keeps one UDP source
+	// port per QP: it never sprays (its strict in-order receiver would drop
+	// every reordered packet).  It runs once, on one path.
 	for (auto &p : o.paths)
 		for (auto &a : o.algos) {
 			vt_config c;
 			vt_config_default(&c);
-			runs.push_back({a, p ? p : c.num_paths});
+			std::pair<std::string, uint32_t> r{a, a == "gbn" ? 1 : p ? p : c.num_paths};
+			if (std::find(runs.begin(), runs.end(), r) == runs.end())
+				runs.push_back(r);
 		}
 	std::vector<pid_t> live;
 	int failed = 0;
