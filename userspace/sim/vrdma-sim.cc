@@ -89,6 +89,7 @@ struct Opts {
 	uint64_t sample_ns = 10000;
 	uint32_t jobs = 1;
 	bool quiet = false;
+	std::vector<std::pair<std::string, uint64_t>> core; // vt_config overrides
 };
 
 void usage()
@@ -129,6 +130,12 @@ Usage: vrdma-sim [options]
   --paths LIST           comma list of path counts; 1 = no spraying, 0 =
                          the core default (0); gbn always runs on 1 path
   --mtu BYTES            payload per packet (4096)
+  --core K=V[,K=V...]    override vt_config fields for every algorithm (for
+                         experiments; the suite uses the core's defaults):
+                         init_cwnd max_wnd rx_wnd rto_min_ns tlp_min_ns
+                         ack_coalesce_bytes ack_delay_ns reo_mult_max
+                         swift_target_ns swift_use_ecn plb_rounds gbn_wnd
+                         dcqcn_timer_ns
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -203,6 +210,16 @@ bool parse(int argc, char **argv, Opts &o)
 			for (auto &p : split(v, ','))
 				o.paths.push_back(std::stoul(p));
 		} else if (a == "--mtu") o.mtu = u();
+		else if (a == "--core") {
+			for (auto &kv : split(v, ',')) {
+				auto e = kv.find('=');
+				if (e == std::string::npos) {
+					std::cerr << "--core wants KEY=VALUE\n";
+					return false;
+				}
+				o.core.push_back({kv.substr(0, e), std::stoull(kv.substr(e + 1))});
+			}
+		}
 		else if (a == "--seed") o.seed = u();
 		else if (a == "--limit-ms") o.limit_ms = u();
 		else if (a == "--trace-flow") o.trace_flow = std::stoll(v);
@@ -1012,6 +1029,26 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		n.cfg.num_paths = paths;
 	n.npaths = n.cfg.num_paths;
 	n.cfg.dcqcn_line_mbps = (uint32_t)(o.gbps * 1000);
+	for (auto &[k, v] : o.core) {
+		vt_config &c = n.cfg;
+		std::map<std::string, uint32_t *> f32 = {
+			{"init_cwnd", &c.init_cwnd},	 {"max_wnd", &c.max_wnd},
+			{"rx_wnd", &c.rx_wnd},		 {"ack_coalesce_bytes", &c.ack_coalesce_bytes},
+			{"reo_mult_max", &c.reo_mult_max}, {"swift_use_ecn", &c.swift_use_ecn},
+			{"plb_rounds", &c.plb_rounds},	 {"gbn_wnd", &c.gbn_wnd}};
+		std::map<std::string, uint64_t *> f64 = {
+			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
+			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
+			{"dcqcn_timer_ns", &c.dcqcn_timer_ns}};
+		if (f32.count(k))
+			*f32[k] = (uint32_t)v;
+		else if (f64.count(k))
+			*f64[k] = v;
+		else {
+			std::cerr << "unknown --core field " << k << "\n";
+			return 2;
+		}
+	}
 	if (vt_config_check(&n.cfg)) {
 		std::cerr << "invalid core configuration\n";
 		return 2;
