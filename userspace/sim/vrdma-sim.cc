@@ -621,6 +621,15 @@ void trace_tick(FlowState *f)
 	f->trace_ev = Simulator::Schedule(NanoSeconds(g->o.sample_ns), trace_tick, f);
 }
 
+void tput_tick()
+{
+	g->tput << now_ns();
+	for (auto &f : g->flows)
+		g->tput << "," << f->rx_bytes;
+	g->tput << "\n";
+	Simulator::Schedule(NanoSeconds(g->o.sample_ns), tput_tick);
+}
+
 void start_flow(FlowState *f)
 {
 	uint64_t t = now_ns();
@@ -1085,14 +1094,7 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 	bool sample_tput = o.workload == "fairness";
 	if (sample_tput) {
 		n.tput.open(o.out + "/tput-" + tag + ".csv");
-		std::function<void()> tick = [&]() {
-			n.tput << now_ns();
-			for (auto &f : n.flows)
-				n.tput << "," << f->rx_bytes;
-			n.tput << "\n";
-			Simulator::Schedule(NanoSeconds(o.sample_ns), tick);
-		};
-		Simulator::Schedule(NanoSeconds(0), tick);
+		Simulator::Schedule(NanoSeconds(0), tput_tick);
 	}
 	Simulator::Stop(MilliSeconds(o.limit_ms));
 	Simulator::Run();
@@ -1291,7 +1293,7 @@ int report(const Opts &o, const std::vector<std::pair<std::string, uint32_t>> &r
 	std::ofstream met(o.out + "/metrics.tsv");
 	md << "| algo | paths | flows done | bucket | p50 | p95 | p99 |\n"
 	      "|---|---|---|---|---|---|---|\n";
-	std::ostringstream md2;
+	std::ostringstream md2, md3;
 	md2 << "\n| algo | paths | goodput Gbps | last FCT us | ideal us | retx | spurious | "
 	       "timeouts | max queue KB |\n|---|---|---|---|---|---|---|---|---|\n";
 	int bad = 0;
@@ -1384,7 +1386,7 @@ int report(const Opts &o, const std::vector<std::pair<std::string, uint32_t>> &r
 			fairness_metrics(o, tag, rows, j, c);
 			m("jain", j);
 			m("convergence_us", c);
-			md2 << "\n" << algo << " paths " << paths << ": Jain " << j
+			md3 << "\n" << algo << " paths " << paths << ": Jain " << j
 			    << ", convergence " << c << " us\n";
 		}
 		if (ok != rows.size() || order_bad || bytes_bad)
@@ -1394,7 +1396,7 @@ int report(const Opts &o, const std::vector<std::pair<std::string, uint32_t>> &r
 				  << " flows done, goodput " << goodput << " Gbps, last "
 				  << span_ns / 1000 << " us, retx " << retx << "\n";
 	}
-	md << md2.str();
+	md << md2.str() << md3.str();
 	return bad ? 1 : 0;
 }
 
@@ -1445,8 +1447,13 @@ int main(int argc, char **argv)
 		pid_t p = wait(&st);
 		if (p > 0) {
 			live.erase(std::find(live.begin(), live.end(), p));
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				failed++;
+				if (WIFSIGNALED(st))
+					std::cerr << "run killed by signal " << WTERMSIG(st) << "\n";
+				else
+					std::cerr << "run exited with " << WEXITSTATUS(st) << "\n";
+			}
 		}
 	};
 	for (auto &[algo, paths] : runs) {
