@@ -1223,7 +1223,7 @@ double jain(const std::vector<double> &x)
 
 // Fairness: Jain index of the flows' throughputs while all are active, and
 // the convergence time after the last flow starts: the earliest time from
-// which every sample window has Jain >= 0.95.
+// which every sample window has Jain >= 0.95 (NAN: never converged).
 void fairness_metrics(const Opts &o, const std::string &tag, const std::vector<Row> &rows,
 		      double &j_all, double &conv_us)
 {
@@ -1274,10 +1274,13 @@ void fairness_metrics(const Opts &o, const std::string &tag, const std::vector<R
 		tot[k] = b1[k] - b0[k];
 	j_all = jain(tot);
 	// convergence
+	// it must then hold for at least a tenth of the overlap (5 samples):
+	// a fair sample or two while one flow finishes is not convergence
 	size_t c = win_jain.size();
 	while (c > 0 && win_jain[c - 1] >= 0.95)
 		c--;
-	if (c < win_jain.size())
+	size_t tail = win_jain.size() - c;
+	if (tail && tail >= std::max<size_t>(5, win_jain.size() / 10))
 		conv_us = ((c ? win_t[c - 1] : t0) - t0) / 1000.0;
 }
 
