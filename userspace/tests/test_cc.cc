@@ -194,3 +194,33 @@ TEST(Gbn, FixedWindowIgnoresEverySignal)
 	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), 0u);
 	EXPECT_TRUE(c->rx.strict);
 }
+
+// A VM path whose base delay (2 ms here) is far above the 25 us target:
+// absolute Swift starves itself, queueing-delay Swift grows and still
+// backs off when a queue builds on top of the base.
+TEST_F(Swift, QueueDelayModeIgnoresTheBaseDelay)
+{
+	ack(100 * US, 2000 * US);
+	EXPECT_LT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT); // absolute: cut
+
+	cfg.swift_queue_delay = 1;
+	c = make_conn(cfg);
+	c->tx.srtt = 2000 * US;
+	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+	for (int i = 0; i < 10; i++)
+		ack((100 + 10 * i) * US, 2000 * US + (i % 3) * US);
+	// ten additive increases of ~1/cwnd each, no decrease
+	EXPECT_GT(c->tx.cwnd_fp, (10u << VT_FP_SHIFT) + 9 * (VT_FP_ONE / 11));
+	EXPECT_LT(c->tx.cwnd_fp, 11u << VT_FP_SHIFT);
+	uint32_t before = c->tx.cwnd_fp;
+	// a jitter spike within half an RTT of lower samples is no queue
+	ack(200 * US, 2900 * US);
+	EXPECT_GT(c->tx.cwnd_fp, before);
+	before = c->tx.cwnd_fp;
+	// a standing queue: 50 us above the base for a whole window
+	ack(5000 * US, 2050 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, md(before, 50 * US));
+	// a new minimum lowers the base
+	ack(10000 * US, 1500 * US);
+	EXPECT_EQ(c->tx.cc.swift.min_delay, 1500 * US);
+}

@@ -262,3 +262,37 @@ TEST_F(Rx, StrictModeDropsOutOfOrderWithOneSequenceNack)
 	EXPECT_EQ(a.cum_psn, 2u);
 	EXPECT_EQ(a.nack_code, VT_NACK_SEQ);
 }
+
+// vt_rx_is_new() predicts exactly which packets vt_rx_on_data() accepts,
+// so the kernel binds receive WQEs only to packets it will place.
+TEST_F(Rx, IsNewMatchesAcceptance)
+{
+	cfg.rx_wnd = 64;
+	init(0xfffffff0u); // across the 32-bit wrap
+	const uint32_t base = 0xfffffff0u;
+	EXPECT_TRUE(vt_rx_is_new(c.get(), base));
+	EXPECT_TRUE(vt_rx_is_new(c.get(), base + 63));
+	EXPECT_FALSE(vt_rx_is_new(c.get(), base + 64)); // beyond the window
+	EXPECT_FALSE(vt_rx_is_new(c.get(), base - 1));	// already delivered
+	EXPECT_EQ(rx(base + 5, 1000), VT_RX_ACCEPT);
+	EXPECT_FALSE(vt_rx_is_new(c.get(), base + 5)); // held out of order
+	EXPECT_EQ(rx(base + 5, 1100), VT_RX_DUP);
+	for (uint32_t i = 0; i < 5; i++) {
+		EXPECT_TRUE(vt_rx_is_new(c.get(), base + i));
+		EXPECT_EQ(rx(base + i, 2000 + i), VT_RX_ACCEPT);
+	}
+	EXPECT_FALSE(vt_rx_is_new(c.get(), base + 3)); // now below epsn
+	EXPECT_TRUE(vt_rx_is_new(c.get(), base + 6));
+	EXPECT_EQ(rx(base + 70, 3000), VT_RX_OUT_OF_WND);
+}
+
+TEST_F(Rx, IsNewFollowsGoBackN)
+{
+	cfg.cc = VT_CC_GBN;
+	init(100);
+	EXPECT_TRUE(vt_rx_is_new(c.get(), 100));
+	EXPECT_FALSE(vt_rx_is_new(c.get(), 101)); // strict: would be dropped
+	EXPECT_EQ(rx(101, 1000), VT_RX_DROP);
+	EXPECT_EQ(rx(100, 1100), VT_RX_ACCEPT);
+	EXPECT_TRUE(vt_rx_is_new(c.get(), 101));
+}

@@ -548,3 +548,15 @@ TEST(Stats, NamesAndGaugesAreExported)
 	vt_stats_read(c.get(), 0, v.data());
 	EXPECT_EQ(v[VT_STAT_RATE_MBPS], cfg.dcqcn_line_mbps);
 }
+
+// The verbs give the send PSN only at RTS, after the connection exists.
+TEST_F(Tx, SetPsnOnlyBeforeTheFirstPacket)
+{
+	init(0);
+	ASSERT_EQ(vt_tx_set_psn(c.get(), 0x00abcdefu), 0);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1500), 0);
+	EXPECT_EQ(send(0), 0x00abcdefu);
+	EXPECT_EQ(send(1), 0x00abcdf0u);
+	EXPECT_EQ(vt_tx_set_psn(c.get(), 5), VT_ERR_INVAL);
+	EXPECT_EQ(c->tx.snd_una, 0x00abcdefu); // unchanged by the refusal
+}

@@ -56,6 +56,29 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 
 	if (!s->has_delay)
 		return;
+	if (cfg->swift_queue_delay) {
+		/*
+		 * The base RTT of a VM path is unknown and often far above
+		 * the target (vswitch, virtio, emulation): use the queueing
+		 * delay above the smallest sample seen (as NSCC), and take
+		 * the standing delay, the minimum over the last srtt/2 (as
+		 * Copa), so that host jitter, which lifts single samples but
+		 * not every sample of half an RTT, is not read as a queue.
+		 */
+		u64 *base = &c->tx.cc.swift.min_delay;
+		u64 *stand = &c->tx.cc.swift.stand_delay;
+		u64 *start = &c->tx.cc.swift.stand_start;
+
+		if (!*base || d < *base)
+			*base = d ? d : 1;
+		if (!*stand || s->now - *start > c->tx.srtt / 2) {
+			*stand = d;
+			*start = s->now;
+		} else if (d < *stand) {
+			*stand = d;
+		}
+		d = *stand - *base;
+	}
 	if (d > cfg->swift_qa_mult * target) {
 		/*
 		 * Incast: delay far above target.  Cut to what the network

@@ -164,3 +164,21 @@ void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals)
 	vals[VT_STAT_INFLIGHT] = c->tx.inflight;
 	vals[VT_STAT_PATHS_IN_USE] = vt_paths_in_use(c, now);
 }
+
+/*
+ * Move the sender's initial PSN before it sent anything. The verbs give
+ * the receive PSN at RTR and the send PSN only at RTS, while the
+ * connection must receive from RTR on.
+ */
+int vt_tx_set_psn(struct vt_conn *c, u32 psn)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->snd_nxt != t->snd_una || c->stats[VT_STAT_TX_PKTS])
+		return VT_ERR_INVAL;
+	t->snd_una = psn;
+	t->snd_nxt = psn;
+	t->retx_hint = psn;
+	t->round_end = psn;
+	return 0;
+}

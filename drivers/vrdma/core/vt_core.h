@@ -63,6 +63,7 @@ struct vt_config {
 	u32 swift_qa_mult;	/* fast decrease when delay > mult*target */
 	u32 swift_use_ecn;
 	u32 swift_rto_reset;	/* consecutive RTOs before min cwnd */
+	u32 swift_queue_delay;	/* 1: compare delay above its minimum */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -205,6 +206,9 @@ struct vt_tx {
 	union {
 		struct {
 			u64 last_decrease;
+			u64 min_delay;	/* swift_queue_delay: base */
+			u64 stand_delay; /* min over the last srtt/2 */
+			u64 stand_start;
 		} swift;
 		struct {
 			u32 rc, rt, alpha_fp, stage;
@@ -292,6 +296,7 @@ u64 vt_tx_next_wakeup(const struct vt_conn *c);
 u32 vt_tx_wnd(const struct vt_conn *c);
 bool vt_tx_idle(const struct vt_conn *c);
 u64 vt_tx_rto(const struct vt_conn *c);
+int vt_tx_set_psn(struct vt_conn *c, u32 psn);
 u16 vt_path_entropy(const struct vt_conn *c, u32 path);
 u32 vt_paths_in_use(const struct vt_conn *c, u64 now);
 
@@ -319,6 +324,7 @@ bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
+bool vt_rx_is_new(const struct vt_conn *c, u32 psn);
 void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us);
 
 /* ---- telemetry ---- */

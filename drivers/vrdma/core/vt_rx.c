@@ -188,3 +188,20 @@ void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a)
 	rx->nack = VT_NACK_NONE;
 	rx->last_dup = false;
 }
+
+/*
+ * Would vt_rx_on_data() accept a packet with @psn as new? Lets the caller
+ * bind resources (a receive WQE, an rkey check) only to packets that
+ * will be placed, never to duplicates or packets beyond the window.
+ */
+bool vt_rx_is_new(const struct vt_conn *c, u32 psn)
+{
+	const struct vt_rx *rx = &c->rx;
+	u32 off = psn - rx->epsn;
+
+	if (vt_psn_lt(psn, rx->epsn) || off >= rx->rwnd)
+		return false;
+	if (rx->strict && off)
+		return false;	/* go-back-N drops what is out of order */
+	return !bit_test(rx->rcvd, psn);
+}
