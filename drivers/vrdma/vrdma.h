@@ -34,9 +34,11 @@ enum vrdma_counter {
 	VRDMA_CNT_RX_BYTES,
 	VRDMA_CNT_RX_BAD,	/* malformed: too short, bad version/length */
 	VRDMA_CNT_RX_NO_QP,	/* well formed but no QP to take it */
+	VRDMA_CNT_RX_BAD_PEER,	/* not from the connected peer's address */
 	VRDMA_CNT_TX_PKTS,
 	VRDMA_CNT_TX_BYTES,
 	VRDMA_CNT_TX_ERR,	/* no route, no socket, qdisc drop */
+	VRDMA_CNT_TIMER_RUNS,	/* transport timer expirations */
 	VRDMA_CNT_MAX
 };
 

@@ -19,6 +19,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "vrdma.h"
+#include "vrdma_dp.h"
 #include "rdma/vrdma-abi.h"
 
 static char *netdevs;
@@ -333,9 +334,13 @@ static int __init vrdma_init(void)
 {
 	int rv;
 
-	rv = vrdma_net_init();
+	rv = vrdma_dp_init();
 	if (rv)
 		return rv;
+
+	rv = vrdma_net_init();
+	if (rv)
+		goto err_dp;
 
 	vrdma_wq = alloc_ordered_workqueue("vrdma", 0);
 	if (!vrdma_wq) {
@@ -356,6 +361,8 @@ err_wq:
 	destroy_workqueue(vrdma_wq);
 err_net:
 	vrdma_net_exit();
+err_dp:
+	vrdma_dp_exit();
 	return rv;
 }
 
@@ -368,6 +375,7 @@ static void __exit vrdma_exit(void)
 	ib_unregister_driver(VRDMA_DRIVER_ID);
 	WARN_ON(!list_empty(&vrdma_dev_list));
 	vrdma_net_exit();
+	vrdma_dp_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

@@ -72,7 +72,8 @@ static void vrdma_mr_del(struct vrdma_mr *mr, struct ib_device *ibdev)
 {
 	struct vrdma_verbs_dev *vd = vrdma_vdev(ibdev);
 
-	xa_erase_irq(&vd->mr_xa, mr->ibmr.lkey >> 8);
+	/* dereg_mr may have erased it already; never erase a successor */
+	xa_cmpxchg_irq(&vd->mr_xa, mr->ibmr.lkey >> 8, mr, NULL, 0);
 	atomic_dec(&vd->n_mr);
 	kfree(mr->pages);
 	kfree(mr);
@@ -175,7 +176,11 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrdma_mr *mr = to_vmr(ibmr);
+	struct vrdma_verbs_dev *vd = vrdma_vdev(ibmr->device);
 
+	/* the data path looks MRs up under RCU: let it finish first */
+	xa_erase_irq(&vd->mr_xa, mr->ibmr.lkey >> 8);
+	synchronize_rcu();
 	ib_umem_release(mr->umem);
 	vrdma_mr_del(mr, ibmr->device);
 	return 0;

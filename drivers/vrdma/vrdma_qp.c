@@ -14,6 +14,7 @@
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
+#include "vrdma_dp.h"
 
 static const char * const vrdma_qp_state_name[] = {
 	[IB_QPS_RESET] = "RESET",
@@ -164,13 +165,14 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
 
 	xa_erase_irq(&vd->qp_xa, ibqp->qp_num);
+	vrdma_dp_destroy(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
 	atomic_dec(&vd->n_qp);
 	return 0;
 }
 
-static enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
+enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
 {
 	switch (op) {
 	case VRDMA_OP_RDMA_WRITE:
@@ -379,10 +381,19 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (next != cur) {
 		ibdev_dbg(ibqp->device, "qp %u: %s -> %s\n", ibqp->qp_num,
 			  vrdma_qp_state_name[cur], vrdma_qp_state_name[next]);
+		/* the data path: connect at RTR, send from RTS */
+		if (next == IB_QPS_RTR)
+			rv = vrdma_dp_connect(qp);
+		else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
+			rv = vrdma_dp_start(qp);
+		if (rv)
+			goto out;
 		qp->state = next;
 		if (next == IB_QPS_ERR) {
+			vrdma_dp_quiesce(qp);
 			vrdma_qp_flush(qp);
 		} else if (next == IB_QPS_RESET) {
+			vrdma_dp_destroy(qp);
 			vrdma_discard_ring(&qp->sq, &qp->sq_lock);
 			if (!ibqp->srq)
 				vrdma_discard_ring(&qp->rq, &qp->rq_lock);
@@ -392,6 +403,23 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 out:
 	mutex_unlock(&qp->state_lock);
 	return rv;
+}
+
+/*
+ * The data path failed the QP (retry exceeded, remote error, ...): enter
+ * ERR and flush. Never blocks on state_lock: -EAGAIN asks to retry.
+ */
+int vrdma_qp_set_error(struct vrdma_qp *qp)
+{
+	if (!mutex_trylock(&qp->state_lock))
+		return -EAGAIN;
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
+		qp->state = IB_QPS_ERR;
+		vrdma_dp_quiesce(qp);
+		vrdma_qp_flush(qp);
+	}
+	mutex_unlock(&qp->state_lock);
+	return 0;
 }
 
 int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -539,6 +567,8 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		qp->doorbells++;
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			vrdma_qp_flush(qp);
+		else
+			vrdma_dp_kick(qp);
 		return 0;
 	}
 	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
@@ -567,6 +597,8 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		vrdma_qp_flush(qp);
+	else
+		vrdma_dp_kick(qp);
 	return rv;
 }
 

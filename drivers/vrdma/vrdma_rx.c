@@ -4,14 +4,14 @@
  * port is decoded by the transport core's wire decoders, which check each
  * length and field. Malformed packets are dropped and counted.
  *
- * Status: the data path (QP lookup and delivery into the transport
- * engine) is not written yet; well-formed packets are counted as
- * rx_dropped_no_qp, which is exactly what happens to them today.
+ * Decoded packets go to the data path (vrdma_dp.c), which finds the
+ * QP by destination connection id.
  */
 #include <linux/skbuff.h>
 
 #include "vrdma.h"
 #include "vt_wire.h"
+#include "vrdma_dp.h"
 
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 {
@@ -29,15 +29,18 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 	op = vt_pkt_opcode(skb->data, skb->len);
 	if (op < 0)
 		goto bad;
-	if (op == VT_OP_ACK || op == VT_OP_NACK)
+	if (op == VT_OP_ACK || op == VT_OP_NACK) {
 		rv = vt_ack_decode(skb->data, skb->len, &ack);
-	else
+		if (rv < 0)
+			goto bad;
+		vrdma_dp_rx(vdev, skb, NULL, &ack);
+	} else {
 		rv = vt_data_hdr_decode(skb->data, skb->len, &dh);
-	if (rv < 0)
-		goto bad;
-
-	vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
-	kfree_skb(skb);
+		if (rv < 0)
+			goto bad;
+		vrdma_dp_rx(vdev, skb, &dh, NULL);
+	}
+	consume_skb(skb);
 	return;
 
 bad:

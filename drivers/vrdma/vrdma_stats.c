@@ -11,9 +11,11 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_BYTES].name = "rx_bytes",
 	[VRDMA_CNT_RX_BAD].name = "rx_dropped_malformed",
 	[VRDMA_CNT_RX_NO_QP].name = "rx_dropped_no_qp",
+	[VRDMA_CNT_RX_BAD_PEER].name = "rx_dropped_bad_peer",
 	[VRDMA_CNT_TX_PKTS].name = "tx_packets",
 	[VRDMA_CNT_TX_BYTES].name = "tx_bytes",
 	[VRDMA_CNT_TX_ERR].name = "tx_errors",
+	[VRDMA_CNT_TIMER_RUNS].name = "timer_runs",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

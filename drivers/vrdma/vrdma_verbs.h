@@ -161,6 +161,7 @@ struct vrdma_qp {
 	struct vrdma_ring rq;		/* unused with an SRQ */
 	bool user;
 	u64 doorbells;
+	struct vrdma_xp *xp;		/* RC: the connection (vrdma_dp.c) */
 };
 
 static inline struct vrdma_verbs_dev *vrdma_vdev(struct ib_device *ibdev)
@@ -230,6 +231,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		    int mask, struct ib_udata *udata);
+enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
+int vrdma_qp_set_error(struct vrdma_qp *qp);
 int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init_attr);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

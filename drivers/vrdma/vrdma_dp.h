@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vrdma_dp.h - the RC data path: a QP's connection to the transport core.
+ */
+#ifndef VRDMA_DP_H
+#define VRDMA_DP_H
+
+#include <linux/hrtimer.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include "rdma/vrdma-abi.h"
+#include "vrdma.h"
+#include "vt_core.h"
+
+struct vrdma_qp;
+
+/*
+ * Messages a connection keeps track of at once, per direction: the sender
+ * never has more unacknowledged messages than this, so the receiver's
+ * message table (indexed by msg_id modulo this) cannot alias.
+ */
+#define VRDMA_DP_MSGS		256
+#define VRDMA_DP_READS		16	/* VRDMA_MAX_RD_ATOMIC */
+
+/* A send WQE the transport took: a private copy of the user-writable slot. */
+struct vrdma_swqe {
+	struct vrdma_sqe sqe;
+	u32 len;		/* message bytes */
+	u32 msg_id;
+	u32 ssn;		/* SEND: the receive WQE it lands in */
+	u8 state;		/* enum vrdma_swqe_state */
+	u8 status;		/* enum ib_wc_status once done */
+};
+
+/* A sender-side message: a send WQE or a READ response we owe. */
+struct vrdma_tmsg {
+	u8 kind;		/* enum vrdma_tmsg_kind */
+	u32 sq_idx;		/* VRDMA_TMSG_SQ: absolute SQ index */
+	u32 rkey;		/* VRDMA_TMSG_READ_RESP: source */
+	u64 va;
+	u32 len;
+	u32 req_msg_id;		/* the READ request it answers */
+};
+
+/* A receiver-side message being placed. */
+struct vrdma_rmsg {
+	u32 msg_id;
+	bool valid;
+	bool has_rqe;
+	u8 op;			/* wire opcode */
+	u8 status;		/* enum ib_wc_status for its completion */
+	u32 len;
+	u32 imm;
+	bool with_imm;
+	u32 rkey;		/* READ request */
+	u64 va;
+	struct vrdma_rqe rqe;	/* SEND: receive WQE it lands in */
+};
+
+struct vrdma_rd_out {
+	u32 msg_id;		/* our READ request */
+	u32 sq_idx;
+	bool used;
+};
+
+struct vrdma_xp {
+	struct vrdma_qp *qp;
+	spinlock_t lock;		/* everything below; BH-safe */
+	struct vt_conn *c;
+	struct hrtimer timer;
+	struct work_struct work;
+	struct vrdma_route route;
+	u16 sport_base;
+	u32 dest_qpn;
+	bool dead;			/* QP left RTR/RTS: touch nothing */
+	bool started;			/* RTS: the send queue runs */
+	u8 error;			/* ib_wc_status that failed the QP */
+
+	/* sender */
+	u32 tx_msg_next;		/* next message id */
+	u32 tx_msg_acked;		/* messages acknowledged, in order */
+	u32 ssn_next;			/* next send sequence number */
+	u32 sq_taken;			/* SQ slots taken (absolute index) */
+	struct vrdma_swqe *swqe;	/* [sq.num] */
+	struct vrdma_tmsg tmsg[VRDMA_DP_MSGS];
+	struct vrdma_rd_out rd_out[VRDMA_DP_READS];
+	u32 rd_outstanding;
+	/* READ responses to queue: [rdq_head, rdq_tail) */
+	struct vrdma_tmsg rdq[VRDMA_DP_READS];
+	u32 rdq_head, rdq_tail;
+	u32 rd_in;			/* READ requests taken, not yet queued */
+
+	/* receiver */
+	u32 rx_msg_next;		/* next message to complete in order */
+	u32 rq_ssn_done;		/* receive WQEs completed */
+	struct vrdma_rmsg rmsg[VRDMA_DP_MSGS];
+};
+
+int vrdma_dp_init(void);
+void vrdma_dp_exit(void);
+int vrdma_dp_connect(struct vrdma_qp *qp);
+int vrdma_dp_start(struct vrdma_qp *qp);
+void vrdma_dp_quiesce(struct vrdma_qp *qp);
+void vrdma_dp_destroy(struct vrdma_qp *qp);
+void vrdma_dp_kick(struct vrdma_qp *qp);
+void vrdma_dp_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
+		 const struct vt_data_hdr *dh, const struct vt_ack *ack);
+
+#endif /* VRDMA_DP_H */
