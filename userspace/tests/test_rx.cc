@@ -296,3 +296,18 @@ TEST_F(Rx, IsNewFollowsGoBackN)
 	EXPECT_EQ(rx(100, 1100), VT_RX_ACCEPT);
 	EXPECT_TRUE(vt_rx_is_new(c.get(), 101));
 }
+
+// A READ responder may send from RTR without a configured send PSN: the
+// receiver adopts the first PSN only while it accepted nothing.
+TEST_F(Rx, AdoptPsnOnlyBeforeAnythingWasAccepted)
+{
+	cfg.rx_wnd = 64;
+	init(1000);
+	EXPECT_EQ(rx(500000, 100), VT_RX_OUT_OF_WND); // foreign PSN space
+	ASSERT_EQ(vt_rx_adopt_psn(c.get(), 500000), 0);
+	EXPECT_TRUE(vt_rx_is_new(c.get(), 500000));
+	EXPECT_EQ(rx(500000, 200, VT_F_SOM | VT_F_EOM), VT_RX_ACCEPT);
+	EXPECT_EQ(v.msgs_done, 1u);
+	EXPECT_EQ(vt_rx_adopt_psn(c.get(), 7), VT_ERR_INVAL);
+	EXPECT_EQ(c->rx.epsn, 500001u);
+}

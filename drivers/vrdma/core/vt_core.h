@@ -325,6 +325,7 @@ u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
 bool vt_rx_is_new(const struct vt_conn *c, u32 psn);
+int vt_rx_adopt_psn(struct vt_conn *c, u32 psn);
 void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us);
 
 /* ---- telemetry ---- */

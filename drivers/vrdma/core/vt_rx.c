@@ -205,3 +205,23 @@ bool vt_rx_is_new(const struct vt_conn *c, u32 psn)
 		return false;	/* go-back-N drops what is out of order */
 	return !bit_test(rx->rcvd, psn);
 }
+
+/*
+ * Take @psn as the first PSN of the peer when nothing was accepted yet.
+ * A verbs responder may answer RDMA READs from RTR, before (or without)
+ * ever being given its send PSN, so the requester cannot know where the
+ * responses start: the first packet of the peer's first message tells.
+ * Returns VT_ERR_INVAL once any packet was accepted.
+ */
+int vt_rx_adopt_psn(struct vt_conn *c, u32 psn)
+{
+	struct vt_rx *rx = &c->rx;
+
+	if (c->stats[VT_STAT_RX_PKTS] != c->stats[VT_STAT_RX_OUT_OF_WND])
+		return VT_ERR_INVAL;
+	rx->epsn = psn;
+	memset(rx->rcvd, 0, sizeof(rx->rcvd));
+	memset(rx->eom, 0, sizeof(rx->eom));
+	rx->nack = VT_NACK_NONE;
+	return 0;
+}
