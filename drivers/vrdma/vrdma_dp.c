@@ -910,6 +910,9 @@ static void vrdma_dp_rx_data(struct vrdma_xp *xp, struct sk_buff *skb,
 	u8 nack = VT_NACK_NONE;
 	u32 i;
 
+	/* the peer's first message may start where we were never told */
+	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
+		vt_rx_adopt_psn(xp->c, h->psn);
 	if (vt_rx_is_new(xp->c, h->psn)) {
 		rm = vrdma_dp_rmsg(xp, h->msg_id);
 		if (!rm)
@@ -967,10 +970,11 @@ static void vrdma_dp_rx_ack(struct vrdma_xp *xp, const struct vt_ack *ack,
 			struct vrdma_swqe *sw =
 				&xp->swqe[tm->sq_idx & (qp->sq.num - 1)];
 
-			if (sw->sqe.opcode == VRDMA_OP_RDMA_READ)
-				sw->state = VRDMA_SW_WAIT_RESP;
-			else
+			/* a READ's response may have come before this ACK */
+			if (sw->sqe.opcode != VRDMA_OP_RDMA_READ)
 				sw->state = VRDMA_SW_DONE;
+			else if (sw->state == VRDMA_SW_QUEUED)
+				sw->state = VRDMA_SW_WAIT_RESP;
 		}
 		tm->kind = 0;
 		xp->tx_msg_acked++;
@@ -1086,8 +1090,9 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	cfg.swift_queue_delay = 1;
 	cfg.swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
 	cfg.swift_min_cwnd_fp = VT_FP_ONE;
-	cfg.retry_cnt = qp->attr.retry_cnt;
-	cfg.rnr_retry = qp->attr.rnr_retry;
+	/* until RTS sets them: a responder may answer READs from RTR */
+	cfg.retry_cnt = 7;
+	cfg.rnr_retry = 7;
 	rv = vt_conn_init(xp->c, &cfg, qp->ibqp.qp_num, qp->attr.dest_qp_num,
 			  qp->attr.sq_psn, qp->attr.rq_psn, vrdma_now());
 	if (rv) {
@@ -1118,21 +1123,22 @@ err:
 int vrdma_dp_start(struct vrdma_qp *qp)
 {
 	struct vrdma_xp *xp = qp_xp(qp);
-	int rv;
 
 	if (!xp)
 		return 0;
 	spin_lock_bh(&xp->lock);
-	rv = vt_tx_set_psn(xp->c, qp->attr.sq_psn);
-	if (!rv) {
-		/* IB_QP_RETRY_CNT and IB_QP_RNR_RETRY come with RTS */
-		xp->c->cfg.retry_cnt = qp->attr.retry_cnt;
-		xp->c->cfg.rnr_retry = qp->attr.rnr_retry;
-		xp->started = true;
-		vrdma_dp_run(xp);
-	}
+	/*
+	 * Refused when READ responses already went out from RTR: the peer
+	 * adopted that PSN space (vt_rx_adopt_psn), so it stays.
+	 */
+	vt_tx_set_psn(xp->c, qp->attr.sq_psn);
+	/* IB_QP_RETRY_CNT and IB_QP_RNR_RETRY come with RTS */
+	xp->c->cfg.retry_cnt = qp->attr.retry_cnt;
+	xp->c->cfg.rnr_retry = qp->attr.rnr_retry;
+	xp->started = true;
+	vrdma_dp_run(xp);
 	spin_unlock_bh(&xp->lock);
-	return rv ? -EINVAL : 0;
+	return 0;
 }
 
 /*
