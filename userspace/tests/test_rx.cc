@@ -304,6 +304,7 @@ TEST_F(Rx, AdoptPsnOnlyBeforeAnythingWasAccepted)
 	cfg.rx_wnd = 64;
 	init(1000);
 	EXPECT_EQ(rx(500000, 100), VT_RX_OUT_OF_WND); // foreign PSN space
+	EXPECT_EQ(rx(500, 110), VT_RX_DUP);	       // "before" epsn: not accepted
 	ASSERT_EQ(vt_rx_adopt_psn(c.get(), 500000), 0);
 	EXPECT_TRUE(vt_rx_is_new(c.get(), 500000));
 	EXPECT_EQ(rx(500000, 200, VT_F_SOM | VT_F_EOM), VT_RX_ACCEPT);

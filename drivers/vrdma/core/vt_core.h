@@ -231,6 +231,7 @@ struct vt_rx {
 	bool last_dup;
 	bool strict;		/* in-order only (go-back-N) */
 	bool seq_nacked;	/* a sequence NACK for epsn went out */
+	bool accepted;		/* some packet was accepted */
 	u8 last_path;
 	u8 nack;
 	u16 rnr_wait_us;

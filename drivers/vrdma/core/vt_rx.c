@@ -34,6 +34,7 @@ static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
 	u32 off = h->psn - rx->epsn;
 	bool urgent = false;
 
+	rx->accepted = true;
 	bit_set(rx->rcvd, h->psn);
 	if (h->flags & VT_F_EOM)
 		bit_set(rx->eom, h->psn);
@@ -211,13 +212,15 @@ bool vt_rx_is_new(const struct vt_conn *c, u32 psn)
  * A verbs responder may answer RDMA READs from RTR, before (or without)
  * ever being given its send PSN, so the requester cannot know where the
  * responses start: the first packet of the peer's first message tells.
- * Returns VT_ERR_INVAL once any packet was accepted.
+ * Packets of the foreign space seen before it were counted as duplicates
+ * or beyond the window, never accepted. Returns VT_ERR_INVAL once any
+ * packet was accepted.
  */
 int vt_rx_adopt_psn(struct vt_conn *c, u32 psn)
 {
 	struct vt_rx *rx = &c->rx;
 
-	if (c->stats[VT_STAT_RX_PKTS] != c->stats[VT_STAT_RX_OUT_OF_WND])
+	if (rx->accepted)
 		return VT_ERR_INVAL;
 	rx->epsn = psn;
 	memset(rx->rcvd, 0, sizeof(rx->rcvd));
