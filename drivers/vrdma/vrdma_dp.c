@@ -837,9 +837,14 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 
 	switch (rm->op) {
 	case VT_OP_SEND:
+		/*
+		 * The slot goes back before the CQE is visible: a consumer
+		 * that reposts as soon as it sees the completion must find
+		 * it free (perftest's latency tests post into one slot).
+		 */
+		vrdma_dp_release_rqe(xp);
 		vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV, rm->status,
 				  rm->len, rm->with_imm, rm->imm);
-		vrdma_dp_release_rqe(xp);
 		break;
 	case VT_OP_WRITE:
 		if (!rm->with_imm)
@@ -849,9 +854,9 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 			vrdma_dp_fail(xp, IB_WC_LOC_QP_OP_ERR);
 			break;
 		}
+		vrdma_dp_release_rqe(xp);
 		vrdma_dp_recv_cqe(xp, &rqe, IB_WC_RECV_RDMA_WITH_IMM,
 				  rm->status, rm->len, true, rm->imm);
-		vrdma_dp_release_rqe(xp);
 		break;
 	case VT_OP_READ_REQ: {
 		struct vrdma_tmsg *q = &xp->rdq[xp->rdq_tail % VRDMA_DP_READS];
