@@ -11,13 +11,16 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 
+#include "rdma/vrdma-abi.h"	/* VRDMA_UVERBS_DRIVER_ID */
+
 /*
  * Out of tree, vrdma has no entry in enum rdma_driver_id. A private value
  * far above the in-tree ones keeps ib_device_get_by_netdev() and
  * ib_unregister_driver() from ever matching another driver's devices.
- * Userspace matches us by device-name prefix instead (VERBS_NAME_MATCH).
+ * Userspace matches us by device-name prefix (VERBS_NAME_MATCH); the
+ * provider puts the same id in its ioctl headers, hence the uapi define.
  */
-#define VRDMA_DRIVER_ID ((enum rdma_driver_id)0x7672)
+#define VRDMA_DRIVER_ID ((enum rdma_driver_id)VRDMA_UVERBS_DRIVER_ID)
 
 /* < 5.3: no MODULE_ALIAS_RDMA_LINK helper. */
 #ifndef MODULE_ALIAS_RDMA_LINK

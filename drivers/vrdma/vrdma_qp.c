@@ -608,30 +608,13 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
-	unsigned long flags;
-	int rv = 0;
+	int rv;
 
 	if (qp->user || ibqp->srq || READ_ONCE(qp->state) == IB_QPS_RESET) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	spin_lock_irqsave(&qp->rq_lock, flags);
-	for (; wr; wr = wr->next) {
-		struct vrdma_rqe *rqe = vrdma_ring_slot(&qp->rq, qp->rq.prod);
-
-		if (vrdma_slot_flags(rqe) & VRDMA_WQE_VALID) {
-			rv = -ENOMEM;
-			break;
-		}
-		rv = vrdma_build_rqe(rqe, wr, VRDMA_MAX_SGE);
-		if (rv)
-			break;
-		vrdma_slot_set(rqe, VRDMA_WQE_VALID);
-		qp->rq.prod++;
-	}
-	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	if (rv)
-		*bad_wr = wr;
+	rv = vrdma_ring_post_recv(&qp->rq, &qp->rq_lock, wr, bad_wr);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		vrdma_qp_flush(qp);
 	return rv;

@@ -180,21 +180,20 @@ bool vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_rqe *out)
 	return true;
 }
 
-int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad_wr)
+/*
+ * Post a kernel consumer's receive WRs into @r, an RQ or SRQ ring, under
+ * @lock (the ring's producer lock).
+ */
+int vrdma_ring_post_recv(struct vrdma_ring *r, spinlock_t *lock,
+			 const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr)
 {
-	struct vrdma_srq *srq = to_vsrq(ibsrq);
 	unsigned long flags;
 	int rv = 0;
 
-	if (srq->user) {
-		*bad_wr = wr;
-		return -EINVAL;
-	}
-	spin_lock_irqsave(&srq->lock, flags);
+	spin_lock_irqsave(lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrdma_rqe *rqe = vrdma_ring_slot(&srq->ring,
-							 srq->ring.prod);
+		struct vrdma_rqe *rqe = vrdma_ring_slot(r, r->prod);
 
 		if (vrdma_slot_flags(rqe) & VRDMA_WQE_VALID) {
 			rv = -ENOMEM;
@@ -204,10 +203,22 @@ int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		if (rv)
 			break;
 		vrdma_slot_set(rqe, VRDMA_WQE_VALID);
-		srq->ring.prod++;
+		r->prod++;
 	}
-	spin_unlock_irqrestore(&srq->lock, flags);
+	spin_unlock_irqrestore(lock, flags);
 	if (rv)
 		*bad_wr = wr;
 	return rv;
+}
+
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+
+	if (srq->user) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	return vrdma_ring_post_recv(&srq->ring, &srq->lock, wr, bad_wr);
 }

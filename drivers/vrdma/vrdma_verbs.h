@@ -250,6 +250,9 @@ int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 bool vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_rqe *out);
+int vrdma_ring_post_recv(struct vrdma_ring *r, spinlock_t *lock,
+			 const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
 int vrdma_build_rqe(struct vrdma_rqe *rqe, const struct ib_recv_wr *wr,
 		    u32 max_sge);
 
