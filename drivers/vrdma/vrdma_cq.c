@@ -46,12 +46,9 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	int rv;
 
-	rv = vrdma_udata_in(udata, &cmd, sizeof(cmd), 0);
+	rv = vrdma_udata_in_empty(udata, &cmd, sizeof(cmd));
 	if (rv)
 		return rv;
-	if (cmd.comp_mask || memchr_inv(cmd.reserved_32, 0,
-					sizeof(cmd.reserved_32)))
-		return -EOPNOTSUPP;
 	if (udata && udata->outlen < offsetofend(typeof(resp), cq_size))
 		return -EINVAL;
 	if (attr->flags)

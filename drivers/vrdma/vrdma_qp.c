@@ -52,12 +52,9 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	u32 qpn;
 	int rv;
 
-	rv = vrdma_udata_in(udata, &cmd, sizeof(cmd), 0);
+	rv = vrdma_udata_in_empty(udata, &cmd, sizeof(cmd));
 	if (rv)
 		return rv;
-	if (cmd.comp_mask || memchr_inv(cmd.reserved_32, 0,
-					sizeof(cmd.reserved_32)))
-		return -EOPNOTSUPP;
 	if (udata && udata->outlen < offsetofend(typeof(resp), rq_size))
 		return -EINVAL;
 

@@ -118,6 +118,19 @@ int vrdma_udata_in(struct ib_udata *udata, void *cmd, size_t cmd_size,
 	return 0;
 }
 
+/*
+ * The create commands of CQ, QP and SRQ carry only comp_mask and reserved
+ * bytes so far: every byte must be zero.
+ */
+int vrdma_udata_in_empty(struct ib_udata *udata, void *cmd, size_t cmd_size)
+{
+	int rv = vrdma_udata_in(udata, cmd, cmd_size, 0);
+
+	if (rv)
+		return rv;
+	return memchr_inv(cmd, 0, cmd_size) ? -EOPNOTSUPP : 0;
+}
+
 int vrdma_udata_out(struct ib_udata *udata, void *resp,
 		    size_t resp_size)
 {

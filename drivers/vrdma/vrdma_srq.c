@@ -37,12 +37,9 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 	struct vrdma_create_srq_cmd cmd;
 	int rv;
 
-	rv = vrdma_udata_in(udata, &cmd, sizeof(cmd), 0);
+	rv = vrdma_udata_in_empty(udata, &cmd, sizeof(cmd));
 	if (rv)
 		return rv;
-	if (cmd.comp_mask || memchr_inv(cmd.reserved_32, 0,
-					sizeof(cmd.reserved_32)))
-		return -EOPNOTSUPP;
 	if (udata && udata->outlen < offsetofend(typeof(resp), srq_size))
 		return -EINVAL;
 	if (attr->srq_type != IB_SRQT_BASIC)

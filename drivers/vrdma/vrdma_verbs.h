@@ -212,6 +212,7 @@ static inline int vrdma_take(atomic_t *n, u32 max)
 /* Driver data of a command: known part present, unknown tail zero. */
 int vrdma_udata_in(struct ib_udata *udata, void *cmd, size_t cmd_size,
 		   size_t min_size);
+int vrdma_udata_in_empty(struct ib_udata *udata, void *cmd, size_t cmd_size);
 int vrdma_udata_out(struct ib_udata *udata, void *resp,
 		    size_t resp_size);
 
