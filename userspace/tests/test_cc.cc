@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 using namespace vtt;
 
 namespace {
@@ -204,6 +206,7 @@ TEST_F(Swift, QueueDelayModeIgnoresTheBaseDelay)
 	EXPECT_LT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT); // absolute: cut
 
 	cfg.swift_queue_delay = 1;
+	cfg.swift_jitter_mult = 0; // the jitter term: next test
 	c = make_conn(cfg);
 	c->tx.srtt = 2000 * US;
 	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
@@ -223,4 +226,39 @@ TEST_F(Swift, QueueDelayModeIgnoresTheBaseDelay)
 	// a new minimum lowers the base
 	ack(10000 * US, 1500 * US);
 	EXPECT_EQ(c->tx.cc.swift.min_delay, 1500 * US);
+}
+
+// Queue-delay mode on a path whose delay spreads over milliseconds (netem
+// 2 ms +- 1 ms each way): the minimum of a few samples stays far above the
+// base, which the jitter term absorbs; a queue that builds smoothly on top
+// of a quiet base still meets the plain target.
+TEST_F(Swift, JitterRaisesTheQueueDelayTarget)
+{
+	cfg.swift_queue_delay = 1;
+	std::mt19937_64 rng(7);
+	for (uint32_t mult : {0u, 4u}) {
+		cfg.swift_jitter_mult = mult;
+		c = make_conn(cfg);
+		c->tx.srtt = 4000 * US;
+		c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+		uint64_t t = 0;
+		for (int i = 0; i < 400; i++) {
+			t += 500 * US;
+			ack(t, 2000 * US + rng() % (2000 * US) + rng() % (2000 * US));
+		}
+		if (mult)
+			EXPECT_GT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT) << "jitter read as a queue";
+		else
+			EXPECT_LT(c->tx.cwnd_fp, 2u << VT_FP_SHIFT) << "the test lost its point";
+		EXPECT_GT(c->tx.cc.swift.jitter, 500 * US);
+	}
+	// a smooth standing queue of 200 us (2x target) over a quiet base
+	c = make_conn(cfg);
+	c->tx.srtt = 100 * US;
+	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+	ack(0, 50 * US);
+	for (int i = 1; i <= 20; i++)
+		ack(i * 100 * US, 50 * US + i * 10 * US);
+	EXPECT_LT(c->tx.cc.swift.jitter, 15 * US);
+	EXPECT_LT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT);
 }

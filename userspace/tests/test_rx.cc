@@ -202,13 +202,15 @@ TEST_F(Rx, CeMarksAreCountedAndAckedAtOnce)
 	EXPECT_EQ(c->stats[VT_STAT_RX_CE], 302u);
 }
 
-TEST_F(Rx, EndOfMessageAckRequestAndRetransmitsAreAckedAtOnce)
+TEST_F(Rx, AckRequestAndRetransmitsAreAckedAtOnceEndOfMessageIsNot)
 {
 	init();
 	rx(0, 10);
 	EXPECT_FALSE(v.ack_now);
+	// the end of a message waits for coalescing unless the sender asks
 	rx(1, 20, VT_F_EOM);
-	EXPECT_TRUE(v.ack_now);
+	EXPECT_FALSE(v.ack_now);
+	EXPECT_EQ(v.ack_at, 10 + cfg.ack_delay_ns);
 	ack(30);
 	rx(2, 40, VT_F_ACKREQ);
 	EXPECT_TRUE(v.ack_now);
@@ -311,4 +313,25 @@ TEST_F(Rx, AdoptPsnOnlyBeforeAnythingWasAccepted)
 	EXPECT_EQ(v.msgs_done, 1u);
 	EXPECT_EQ(vt_rx_adopt_psn(c.get(), 7), VT_ERR_INVAL);
 	EXPECT_EQ(c->rx.epsn, 500001u);
+}
+
+TEST_F(Rx, CoalescingStopsAtAPacketCount)
+{
+	init();
+	// small packets never reach the byte threshold: the count does
+	for (uint32_t i = 0; i + 1 < cfg.ack_coalesce_pkts; i++) {
+		rx(i, 10 + i, VT_F_SOM | VT_F_EOM, false, 0, 64);
+		EXPECT_FALSE(v.ack_now) << i;
+	}
+	rx(cfg.ack_coalesce_pkts - 1, 100, VT_F_SOM | VT_F_EOM, false, 0, 64);
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(110);
+	EXPECT_EQ(a.cum_psn, cfg.ack_coalesce_pkts);
+	// 0 turns the count off
+	cfg.ack_coalesce_pkts = 0;
+	init();
+	for (uint32_t i = 0; i < 100; i++) {
+		rx(i, 10 + i, VT_F_SOM | VT_F_EOM, false, 0, 64);
+		EXPECT_FALSE(v.ack_now) << i;
+	}
 }

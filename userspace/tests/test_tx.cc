@@ -53,8 +53,9 @@ TEST_F(Tx, SegmentsMessagesIntoMtuPackets)
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 5, 10000), 0);
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 6, 0), 0);
 	uint32_t lens[] = {4096, 4096, 1808, 0};
-	uint8_t flags[] = {VT_F_SOM, 0, VT_F_EOM | VT_F_ACKREQ,
-			   VT_F_SOM | VT_F_EOM | VT_F_ACKREQ};
+	// no ACKREQ: another message is queued after the first, and the
+	// second is not the only one outstanding
+	uint8_t flags[] = {VT_F_SOM, 0, VT_F_EOM, VT_F_SOM | VT_F_EOM};
 	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(poll(100), VT_TX_SEND);
 		EXPECT_EQ(d.psn, (uint32_t)i);
@@ -168,7 +169,8 @@ TEST_F(Rack, LossIsDetectedByTimeAndRetransmittedInOrder)
 	vt_tx_on_timer(c.get(), 125 * US);
 	EXPECT_EQ(c->tx.lost, 1u); // pkt 2 was sent 1 us later
 	EXPECT_EQ(c->tx.reo_deadline, 126 * US);
-	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2); // Swift: loss cuts by max_mdf
+	// Swift: the delay (20 us) is below target, the loss is no congestion
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd);
 	ASSERT_EQ(poll(125 * US), VT_TX_RETX);
 	EXPECT_EQ(d.psn, 1u);
 	EXPECT_EQ(d.cause, VT_CAUSE_RACK);
@@ -176,7 +178,7 @@ TEST_F(Rack, LossIsDetectedByTimeAndRetransmittedInOrder)
 	vt_tx_on_timer(c.get(), 126 * US);
 	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
 	EXPECT_EQ(d.psn, 2u);
-	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2); // once per round trip
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd);
 	EXPECT_EQ(c->stats[VT_STAT_RETX_RACK], 2u);
 	EXPECT_EQ(c->stats[VT_STAT_RETX_PKTS], 2u);
 	EXPECT_TRUE(c->tx.in_recovery);
@@ -219,6 +221,82 @@ TEST_F(Rack, DuplicateFlagFlagsSpuriousRetransmit)
 	for (int i = 0; i < 20; i++)
 		c->tx.reo_mult = VT_MIN(c->tx.reo_mult + 1, cfg.reo_mult_max);
 	EXPECT_EQ(c->tx.reo_mult, cfg.reo_mult_max);
+}
+
+// A loss while the delay is above target cuts the window once; when every
+// retransmission of that episode proves spurious the cut is undone.
+TEST_F(Rack, SpuriousRecoveryUndoesTheLossCut)
+{
+	sent4();
+	uint32_t cwnd = c->tx.cwnd_fp;
+	c->tx.cc.swift.low_delay = false; // as after a sample above target
+	vt_tx_on_timer(c.get(), 126 * US);
+	EXPECT_EQ(c->tx.lost, 2u);
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2);
+	EXPECT_EQ(c->tx.undo_cwnd_fp, cwnd);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	EXPECT_EQ(c->tx.undo_retx, 2u);
+	// the original of pkt 1 was late: one of two proven spurious
+	vt_ack a = ack(2, 100 * US, 1);
+	sack_set(a, 1);
+	sack_set(a, 2);
+	ASSERT_EQ(on_ack(a, 127 * US), 0);
+	EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2);
+	EXPECT_EQ(c->stats[VT_STAT_CWND_UNDO], 0u);
+	// then the original of pkt 2: every retransmission was spurious
+	ASSERT_EQ(on_ack(ack(5, 101 * US, 2), 128 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 2u);
+	EXPECT_EQ(c->stats[VT_STAT_CWND_UNDO], 1u);
+	EXPECT_GE(c->tx.cwnd_fp, cwnd);
+	EXPECT_EQ(c->tx.undo_cwnd_fp, 0u);
+}
+
+TEST_F(Rack, RealLossIsNotUndone)
+{
+	sent4();
+	uint32_t cwnd = c->tx.cwnd_fp;
+	c->tx.cc.swift.low_delay = false;
+	vt_tx_on_timer(c.get(), 126 * US);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	ASSERT_EQ(poll(126 * US), VT_TX_RETX);
+	// pkt 1 was late (spurious), pkt 2 was lost: its retransmit arrives
+	vt_ack a = ack(2, 100 * US, 1);
+	sack_set(a, 1);
+	sack_set(a, 2);
+	ASSERT_EQ(on_ack(a, 127 * US), 0);
+	ASSERT_EQ(on_ack(ack(5, 126 * US, 2), 146 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
+	EXPECT_EQ(c->stats[VT_STAT_CWND_UNDO], 0u);
+	EXPECT_LT(c->tx.cwnd_fp, cwnd);
+	// a timeout's cut is never undone
+	c->tx.undo_cwnd_fp = cwnd;
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 1000), 0);
+	ASSERT_EQ(poll(150 * US), VT_TX_SEND);
+	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	EXPECT_EQ(c->tx.undo_cwnd_fp, 0u);
+}
+
+// ACKREQ asks for an immediate ACK only where the sender waits for one.
+TEST_F(Tx, AckRequestOnlyWhereTheSenderWaits)
+{
+	init();
+	// a lone message: its end asks
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 500), 0);
+	ASSERT_EQ(poll(100), VT_TX_SEND);
+	EXPECT_TRUE(d.flags & VT_F_ACKREQ);
+	// a second one behind an outstanding message does not
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 500), 0);
+	ASSERT_EQ(poll(100), VT_TX_SEND);
+	EXPECT_FALSE(d.flags & VT_F_ACKREQ);
+	// the packet that fills the window asks
+	cfg.init_cwnd = 4;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 100000), 0);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(poll(100), VT_TX_SEND);
+		EXPECT_EQ(!!(d.flags & VT_F_ACKREQ), i == 3) << i;
+	}
 }
 
 TEST_F(Tx, TailLossProbeFiresAfterPto)

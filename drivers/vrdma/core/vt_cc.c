@@ -48,6 +48,46 @@ static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
 	c->tx.cc.swift.last_decrease = now;
 }
 
+/*
+ * Queue-delay mode: the standing queueing delay, and a target raised by the
+ * jitter of the path.  The base RTT of a VM path is unknown and often far
+ * above the target (vswitch, virtio, emulation): use the delay above the
+ * smallest sample seen (as NSCC), and take the standing delay, the minimum
+ * over the last srtt/2 (as Copa), so that host jitter, which lifts single
+ * samples but not every sample of half an RTT, is not read as a queue.
+ * Jitter wider than that (a VM whose delays spread over milliseconds)
+ * still lifts the minimum of a few samples: the target grows by
+ * swift_jitter_mult x the mean difference of consecutive samples.  A queue
+ * changes little from one sample to the next, noise changes a lot, so a
+ * real queue still meets the plain target.
+ */
+static u64 swift_queue_delay(struct vt_conn *c, const struct vt_cc_sample *s,
+			     u64 *target)
+{
+	u64 *base = &c->tx.cc.swift.min_delay;
+	u64 *stand = &c->tx.cc.swift.stand_delay;
+	u64 *start = &c->tx.cc.swift.stand_start;
+	u64 *prev = &c->tx.cc.swift.prev_delay;
+	u64 *jit = &c->tx.cc.swift.jitter;
+	u64 d = s->delay_ns, diff;
+
+	if (*prev) {
+		diff = d > *prev ? d - *prev : *prev - d;
+		*jit = *jit - (*jit >> 3) + (diff >> 3);
+	}
+	*prev = d ? d : 1;
+	*target += c->cfg.swift_jitter_mult * *jit;
+	if (!*base || d < *base)
+		*base = d ? d : 1;
+	if (!*stand || s->now - *start > c->tx.srtt / 2) {
+		*stand = d;
+		*start = s->now;
+	} else if (d < *stand) {
+		*stand = d;
+	}
+	return *stand - *base;
+}
+
 static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 {
 	const struct vt_config *cfg = &c->cfg;
@@ -56,29 +96,9 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 
 	if (!s->has_delay)
 		return;
-	if (cfg->swift_queue_delay) {
-		/*
-		 * The base RTT of a VM path is unknown and often far above
-		 * the target (vswitch, virtio, emulation): use the queueing
-		 * delay above the smallest sample seen (as NSCC), and take
-		 * the standing delay, the minimum over the last srtt/2 (as
-		 * Copa), so that host jitter, which lifts single samples but
-		 * not every sample of half an RTT, is not read as a queue.
-		 */
-		u64 *base = &c->tx.cc.swift.min_delay;
-		u64 *stand = &c->tx.cc.swift.stand_delay;
-		u64 *start = &c->tx.cc.swift.stand_start;
-
-		if (!*base || d < *base)
-			*base = d ? d : 1;
-		if (!*stand || s->now - *start > c->tx.srtt / 2) {
-			*stand = d;
-			*start = s->now;
-		} else if (d < *stand) {
-			*stand = d;
-		}
-		d = *stand - *base;
-	}
+	if (cfg->swift_queue_delay)
+		d = swift_queue_delay(c, s, &target);
+	c->tx.cc.swift.low_delay = d < target;
 	if (d > cfg->swift_qa_mult * target) {
 		/*
 		 * Incast: delay far above target.  Cut to what the network
@@ -114,8 +134,16 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		       (u32)vt_div64((u64)cfg->swift_beta_fp * (d - target), d));
 }
 
+/*
+ * A loss while the delay is below target is not congestion (a flaky link,
+ * a dropped frame in a host): the window stays, the path was already
+ * penalised.  With the delay at or above target, the queue is ours to
+ * drain: max_mdf, at most once per RTT.
+ */
 static void swift_on_loss(struct vt_conn *c, u64 now)
 {
+	if (c->tx.cc.swift.low_delay)
+		return;
 	if (swift_can_decrease(c, now))
 		swift_decrease(c, now, 0);
 }

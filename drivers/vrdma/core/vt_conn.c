@@ -22,6 +22,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->rnr_delay_ns = 100000;
 	cfg->tlp_min_ns = 50000;
 	cfg->ack_coalesce_bytes = 16384;
+	cfg->ack_coalesce_pkts = 16;
 	cfg->ack_delay_ns = 4000;
 	cfg->reo_mult_max = 8;
 	cfg->path_penalty_ns = 50000;
@@ -35,6 +36,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_qa_mult = 4;
 	cfg->swift_use_ecn = 1;
 	cfg->swift_rto_reset = 5;
+	cfg->swift_jitter_mult = 4;
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -140,6 +142,7 @@ const char *const vt_stat_names[VT_STAT_MAX] = {
 	[VT_STAT_RX_CE] = "rx_ce",
 	[VT_STAT_ACKS_SENT] = "acks_sent",
 	[VT_STAT_NACKS_SENT] = "nacks_sent",
+	[VT_STAT_CWND_UNDO] = "cwnd_undos",
 	[VT_STAT_CWND_FP] = "cwnd_fp",
 	[VT_STAT_RATE_MBPS] = "rate_mbps",
 	[VT_STAT_SRTT_NS] = "srtt_ns",

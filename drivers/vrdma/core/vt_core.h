@@ -49,6 +49,7 @@ struct vt_config {
 	u64 rnr_delay_ns;	/* RNR wait when the NACK suggests none */
 	u64 tlp_min_ns;
 	u32 ack_coalesce_bytes;
+	u32 ack_coalesce_pkts;	/* ACK at once after this many packets */
 	u64 ack_delay_ns;
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
@@ -64,6 +65,7 @@ struct vt_config {
 	u32 swift_use_ecn;
 	u32 swift_rto_reset;	/* consecutive RTOs before min cwnd */
 	u32 swift_queue_delay;	/* 1: compare delay above its minimum */
+	u32 swift_jitter_mult;	/* queue-delay mode: target += mult * jitter */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -136,6 +138,7 @@ enum vt_stat {
 	VT_STAT_RX_CE,
 	VT_STAT_ACKS_SENT,
 	VT_STAT_NACKS_SENT,
+	VT_STAT_CWND_UNDO,
 	/* gauges */
 	VT_STAT_CWND_FP,
 	VT_STAT_RATE_MBPS,
@@ -193,6 +196,8 @@ struct vt_tx {
 	bool tlp_out;		/* probe in flight, no TLP until progress */
 	u32 reo_mult;
 	u32 reo_clean;		/* packets acked since the last spurious */
+	u32 undo_cwnd_fp;	/* cwnd before the recovery cut, 0 = no undo */
+	u32 undo_retx;		/* retransmits of that episode not yet found spurious */
 	u32 path_rr;
 	u32 round_end, round_pkts, round_cong, plb_bad;
 	u32 dlv_cur, dlv_prev;	/* packets delivered this / last RTT */
@@ -209,6 +214,9 @@ struct vt_tx {
 			u64 min_delay;	/* swift_queue_delay: base */
 			u64 stand_delay; /* min over the last srtt/2 */
 			u64 stand_start;
+			u64 prev_delay;	/* previous raw sample */
+			u64 jitter;	/* EWMA of |sample - previous| */
+			bool low_delay;	/* last verdict: delay below target */
 		} swift;
 		struct {
 			u32 rc, rt, alpha_fp, stage;

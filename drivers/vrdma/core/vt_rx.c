@@ -56,11 +56,17 @@ static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
 	}
 	if (v->deliver_cnt)
 		rx->seq_nacked = false;
-	if (h->flags & (VT_F_EOM | VT_F_ACKREQ | VT_F_RETX))
+	/*
+	 * The end of a message alone does not force an ACK: the sender asks
+	 * (ACKREQ) when it waits for one, and coalescing bounds the rest.
+	 */
+	if (h->flags & (VT_F_ACKREQ | VT_F_RETX))
 		urgent = true;
 	rx->pend_pkts++;
 	rx->pend_bytes += h->payload_len;
-	if (rx->pend_bytes >= c->cfg.ack_coalesce_bytes)
+	if (rx->pend_bytes >= c->cfg.ack_coalesce_bytes ||
+	    (c->cfg.ack_coalesce_pkts &&
+	     rx->pend_pkts >= c->cfg.ack_coalesce_pkts))
 		urgent = true;
 	return urgent;
 }

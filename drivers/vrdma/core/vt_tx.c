@@ -10,6 +10,7 @@
 #define VT_PKT_SACKED	0x02	/* delivered, waiting for cumulative ACK */
 #define VT_PKT_LOST	0x04	/* marked lost, retransmit pending */
 #define VT_PKT_SPUR	0x08	/* its spurious retransmit was counted */
+#define VT_PKT_UNDO	0x10	/* retransmitted in the episode undo tracks */
 
 #define VT_BACKOFF_MAX	16
 
@@ -207,7 +208,7 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 		t->inflight--;
 	if (p->flags & VT_PKT_LOST)
 		t->lost--;
-	p->flags = (p->flags & VT_PKT_SPUR) | VT_PKT_SACKED;
+	p->flags = (p->flags & (VT_PKT_SPUR | VT_PKT_UNDO)) | VT_PKT_SACKED;
 	/* RACK: remember the latest-sent delivered packet (RFC 8985 6.2) */
 	if (p->retx && now - p->xmit_ts < t->min_rtt)
 		return;	/* may be the ACK of an earlier copy */
@@ -256,11 +257,34 @@ static u32 rack_detect(struct vt_conn *c, u64 now)
 
 static void enter_recovery(struct vt_conn *c, u64 now)
 {
-	if (c->tx.in_recovery)
+	struct vt_tx *t = &c->tx;
+	u32 before = t->cwnd_fp;
+
+	if (t->in_recovery)
 		return;
-	c->tx.in_recovery = true;
-	c->tx.recovery_end = c->tx.snd_nxt;
+	t->in_recovery = true;
+	t->recovery_end = t->snd_nxt;
 	c->ops->on_loss(c, now);
+	/* remember what to restore if every retransmit proves spurious */
+	t->undo_cwnd_fp = t->cwnd_fp < before ? before : 0;
+	t->undo_retx = 0;
+}
+
+/*
+ * Every retransmission of the last recovery episode turned out spurious
+ * (reordering, not loss): undo its window cut (RFC 8985 with DSACK,
+ * Linux tcp_try_undo_recovery; Eifel, RFC 3522).
+ */
+static void try_undo(struct vt_conn *c)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (!t->undo_cwnd_fp || t->undo_retx)
+		return;
+	if (t->cwnd_fp < t->undo_cwnd_fp)
+		t->cwnd_fp = t->undo_cwnd_fp;
+	t->undo_cwnd_fp = 0;
+	c->stats[VT_STAT_CWND_UNDO]++;
 }
 
 static void spurious_check(struct vt_conn *c, const struct vt_ack *a)
@@ -279,6 +303,10 @@ static void spurious_check(struct vt_conn *c, const struct vt_ack *a)
 		c->stats[VT_STAT_SPURIOUS]++;
 		t->reo_mult = VT_MIN(t->reo_mult + 1, c->cfg.reo_mult_max);
 		t->reo_clean = 0;
+		if (t->undo_retx && (p->flags & VT_PKT_UNDO)) {
+			t->undo_retx--;
+			try_undo(c);
+		}
 	}
 }
 
@@ -462,6 +490,7 @@ static void on_rto(struct vt_conn *c, u64 now)
 	if (!is_gbn(c) && t->backoff < VT_BACKOFF_MAX)
 		t->backoff++;
 	c->ops->on_timeout(c, now);
+	t->undo_cwnd_fp = 0;	/* no undo of a timeout's cut */
 	t->tlp_pending = false;
 	t->tlp_out = false;
 	t->tlp_deadline = VT_NEVER;
@@ -527,6 +556,10 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 	}
 	if (p->retx < 255)
 		p->retx++;
+	if (t->undo_cwnd_fp && !(p->flags & VT_PKT_UNDO)) {
+		p->flags |= VT_PKT_UNDO;
+		t->undo_retx++;
+	}
 	p->path = (u8)vt_path_pick(c, now, p->path);
 	p->xmit_ts = now;
 	fill(c, d, psn, p, now);
@@ -536,6 +569,24 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 	c->stats[VT_STAT_RETX_PKTS]++;
 	c->stats[VT_STAT_RETX_RACK + cause - VT_CAUSE_RACK]++;
 	sent(c, now, p->len);
+}
+
+/*
+ * Ask for an immediate ACK when the sender will wait for it: the window
+ * is now full (the receiver's coalescing might not reach its threshold),
+ * or this packet ends the only message outstanding and nothing else is
+ * queued (a request/response: its completion is the latency).  Otherwise
+ * the receiver coalesces, by bytes, packets and time.
+ */
+static bool ackreq_wanted(const struct vt_conn *c, const struct vt_tx_pkt *p)
+{
+	const struct vt_tx *t = &c->tx;
+
+	if (t->inflight >= vt_tx_wnd(c))
+		return true;
+	if (!(p->wflags & VT_F_EOM) || t->mq_head != t->mq_tail)
+		return false;
+	return slot((struct vt_tx *)t, t->snd_una)->msg_id == p->msg_id;
 }
 
 static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
@@ -564,7 +615,7 @@ static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	}
 	fill(c, d, psn, p, now);
 	d->action = VT_TX_SEND;
-	if (p->wflags & VT_F_EOM)
+	if (ackreq_wanted(c, p))
 		d->flags |= VT_F_ACKREQ;
 	sent(c, now, len);
 }
