@@ -42,7 +42,7 @@ static void fail(struct vt_conn *c, int err)
 	c->tx.reo_deadline = VT_NEVER;
 }
 
-/* RTO = max(rto_min, srtt + 4 * rttvar) << backoff, at most rto_max */
+/* RTO = max(rto_min, srtt + 4 * rttvar + ack delay) << backoff, <= rto_max */
 u64 vt_tx_rto(const struct vt_conn *c)
 {
 	const struct vt_tx *t = &c->tx;
@@ -50,7 +50,12 @@ u64 vt_tx_rto(const struct vt_conn *c)
 
 	if (is_gbn(c))
 		return c->cfg.gbn_rto_ns;
-	rto = t->srtt ? t->srtt + 4 * t->rttvar : c->cfg.rto_init_ns;
+	/*
+	 * RTT samples exclude the receiver's hold time, so the longest ACK
+	 * delay is added back: a coalesced ACK must not look like a loss.
+	 */
+	rto = t->srtt ? t->srtt + 4 * t->rttvar + c->cfg.ack_delay_ns :
+	      c->cfg.rto_init_ns;
 	rto = VT_MAX(rto, c->cfg.rto_min_ns);
 	if (rto > (c->cfg.rto_max_ns >> t->backoff))
 		return c->cfg.rto_max_ns;
@@ -61,7 +66,7 @@ static u64 pto(const struct vt_conn *c)
 {
 	if (!c->tx.srtt)
 		return c->cfg.rto_init_ns;
-	return VT_MAX(2 * c->tx.srtt, c->cfg.tlp_min_ns);
+	return VT_MAX(2 * c->tx.srtt + c->cfg.ack_delay_ns, c->cfg.tlp_min_ns);
 }
 
 static u64 reo_wnd(const struct vt_conn *c)
@@ -574,9 +579,10 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 /*
  * Ask for an immediate ACK when the sender will wait for it: the window
  * is now full (the receiver's coalescing might not reach its threshold),
- * or this packet ends the only message outstanding and nothing else is
- * queued (a request/response: its completion is the latency).  Otherwise
- * the receiver coalesces, by bytes, packets and time.
+ * or this packet ends the last queued message.  New work posted behind a
+ * busy queue is taken when the next ACK comes, so a queue that drains
+ * must be answered at once; a queue that stays busy (the sender is the
+ * bottleneck) lets the receiver coalesce by bytes, packets and time.
  */
 static bool ackreq_wanted(const struct vt_conn *c, const struct vt_tx_pkt *p)
 {
@@ -584,9 +590,7 @@ static bool ackreq_wanted(const struct vt_conn *c, const struct vt_tx_pkt *p)
 
 	if (t->inflight >= vt_tx_wnd(c))
 		return true;
-	if (!(p->wflags & VT_F_EOM) || t->mq_head != t->mq_tail)
-		return false;
-	return slot((struct vt_tx *)t, t->snd_una)->msg_id == p->msg_id;
+	return (p->wflags & VT_F_EOM) && t->mq_head == t->mq_tail;
 }
 
 static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
