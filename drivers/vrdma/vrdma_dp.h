@@ -69,6 +69,7 @@ struct vrdma_xp {
 	spinlock_t lock;		/* everything below; BH-safe */
 	struct vt_conn *c;
 	struct hrtimer timer;
+	u64 timer_at;			/* expiry the timer was last armed for */
 	struct work_struct work;
 	struct vrdma_route route;
 	u16 sport_base;
