@@ -11,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/workqueue.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
@@ -70,6 +71,9 @@ struct vrdma_route {
 	u8 tos;				/* IPv4 TOS / IPv6 traffic class */
 	u8 ttl;				/* hop limit; 0: route default */
 	__be32 flow_label;		/* IPv6 only */
+	/* the route's dst, looked up once (vrdma_net_route_init) */
+	struct dst_cache dst_cache;
+	bool has_cache;
 };
 
 /* vrdma_net.c */
@@ -79,7 +83,9 @@ int vrdma_net_attach(struct net *net);
 struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 				    const struct vrdma_route *r,
 				    unsigned int len);
-int vrdma_net_xmit(struct vrdma_dev *vdev, const struct vrdma_route *r,
+int vrdma_net_route_init(struct vrdma_route *r);
+void vrdma_net_route_destroy(struct vrdma_route *r);
+int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb);
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
 extern const struct ib_device_ops vrdma_stats_ops;

@@ -1098,6 +1098,7 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	rv = vrdma_dp_route(qp, &xp->route);
 	if (rv)
 		goto err;
+	vrdma_net_route_init(&xp->route);	/* without it: a lookup per packet */
 
 	vt_config_default(&cfg);
 	mtu = ib_mtu_enum_to_int(qp->attr.path_mtu ? qp->attr.path_mtu :
@@ -1137,6 +1138,7 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	return 0;
 
 err:
+	vrdma_net_route_destroy(&xp->route);
 	kvfree(xp->swqe);
 	kvfree(xp->c);
 	kvfree(xp);
@@ -1194,6 +1196,7 @@ void vrdma_dp_destroy(struct vrdma_qp *qp)
 	hrtimer_cancel(&xp->timer);
 	cancel_work_sync(&xp->work);
 	hrtimer_cancel(&xp->timer);
+	vrdma_net_route_destroy(&xp->route);
 	kvfree(xp->swqe);
 	kvfree(xp->c);
 	kvfree(xp);

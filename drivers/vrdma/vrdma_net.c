@@ -178,28 +178,57 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 	return skb;
 }
 
+/*
+ * A connection's route: set up the cache of its dst. The route lookup
+ * (policy rules, FIB) is then done once, not per packet; the cache
+ * drops a dst that a routing change made obsolete. The lookup ignores
+ * the source port, so a guest-local multipath route that hashes on it
+ * sees one port per connection.
+ */
+int vrdma_net_route_init(struct vrdma_route *r)
+{
+	int rv = dst_cache_init(&r->dst_cache, GFP_KERNEL);
+
+	r->has_cache = !rv;
+	return rv;
+}
+
+void vrdma_net_route_destroy(struct vrdma_route *r)
+{
+	if (r->has_cache)
+		dst_cache_destroy(&r->dst_cache);
+	r->has_cache = false;
+}
+
 static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
-		       const struct vrdma_route *r, __be16 sport,
+		       struct vrdma_route *r, __be16 sport,
 		       struct sk_buff *skb)
 {
 	struct net_device *ndev = vdev->netdev;
 	struct flowi4 fl = {};
-	struct rtable *rt;
+	struct rtable *rt = NULL;
+	__be32 saddr;
 
-	fl.flowi4_oif = ndev->ifindex;
-	fl.flowi4_proto = IPPROTO_UDP;
-	fl.flowi4_tos = RT_TOS(r->tos);
-	fl.saddr = r->saddr.v4;
-	fl.daddr = r->daddr.v4;
-	fl.fl4_sport = sport;
-	fl.fl4_dport = htons(udp_port);
+	if (r->has_cache)
+		rt = dst_cache_get_ip4(&r->dst_cache, &saddr);
+	if (!rt) {
+		fl.flowi4_oif = ndev->ifindex;
+		fl.flowi4_proto = IPPROTO_UDP;
+		fl.flowi4_tos = RT_TOS(r->tos);
+		fl.saddr = r->saddr.v4;
+		fl.daddr = r->daddr.v4;
+		fl.fl4_sport = sport;
+		fl.fl4_dport = htons(udp_port);
 
-	rt = ip_route_output_key(dev_net(ndev), &fl);
-	if (IS_ERR(rt))
-		return PTR_ERR(rt);
+		rt = ip_route_output_key(dev_net(ndev), &fl);
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		if (r->has_cache)
+			dst_cache_set_ip4(&r->dst_cache, &rt->dst, fl.saddr);
+	}
 
 	skb->ignore_df = 1;
-	udp_tunnel_xmit_skb(rt, sk, skb, fl.saddr, fl.daddr, r->tos,
+	udp_tunnel_xmit_skb(rt, sk, skb, r->saddr.v4, r->daddr.v4, r->tos,
 			    r->ttl ? r->ttl : ip4_dst_hoplimit(&rt->dst),
 			    htons(IP_DF), sport, htons(udp_port), false, false);
 	return 0;
@@ -207,29 +236,36 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 
 #if IS_ENABLED(CONFIG_IPV6)
 static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
-		       const struct vrdma_route *r, __be16 sport,
+		       struct vrdma_route *r, __be16 sport,
 		       struct sk_buff *skb)
 {
 	struct net_device *ndev = vdev->netdev;
-	struct in6_addr saddr = r->saddr.v6, daddr = r->daddr.v6;
-	struct dst_entry *dst;
+	struct in6_addr saddr = r->saddr.v6, daddr = r->daddr.v6, cached;
+	struct dst_entry *dst = NULL;
 	struct flowi6 fl6 = {};
 
-	fl6.flowi6_oif = ndev->ifindex;
-	fl6.flowi6_proto = IPPROTO_UDP;
-	fl6.saddr = saddr;
-	fl6.daddr = daddr;
-	fl6.fl6_sport = sport;
-	fl6.fl6_dport = htons(udp_port);
+	if (r->has_cache)
+		dst = dst_cache_get_ip6(&r->dst_cache, &cached);
+	if (!dst) {
+		fl6.flowi6_oif = ndev->ifindex;
+		fl6.flowi6_proto = IPPROTO_UDP;
+		fl6.saddr = saddr;
+		fl6.daddr = daddr;
+		fl6.fl6_sport = sport;
+		fl6.fl6_dport = htons(udp_port);
 
-	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sk, &fl6, NULL);
-	if (IS_ERR(dst))
-		return PTR_ERR(dst);
-	if (dst->error) {
-		int rv = dst->error;
+		dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), sk, &fl6,
+						      NULL);
+		if (IS_ERR(dst))
+			return PTR_ERR(dst);
+		if (dst->error) {
+			int rv = dst->error;
 
-		dst_release(dst);
-		return rv;
+			dst_release(dst);
+			return rv;
+		}
+		if (r->has_cache)
+			dst_cache_set_ip6(&r->dst_cache, dst, &saddr);
 	}
 
 	return udp_tunnel6_xmit_skb(dst, sk, skb, dst->dev, &saddr, &daddr,
@@ -245,7 +281,7 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
  * to @r from UDP source port @sport, which is the path entropy the
  * transport core chose. Consumes @skb in every case.
  */
-int vrdma_net_xmit(struct vrdma_dev *vdev, const struct vrdma_route *r,
+int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb)
 {
 	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
