@@ -54,6 +54,10 @@ static uint swift_target_us = 100;
 module_param(swift_target_us, uint, 0644);
 MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 100)");
 
+static uint ack_delay_us = 100;
+module_param(ack_delay_us, uint, 0644);
+MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
+
 static u32 vrdma_dp_cc(void)
 {
 	if (sysfs_streq(cc, "dcqcn"))
@@ -1115,6 +1119,12 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	cfg.swift_queue_delay = 1;
 	cfg.swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
 	cfg.swift_min_cwnd_fp = VT_FP_ONE;
+	/*
+	 * Each ACK is a packet through the whole stack: coalesce them over
+	 * a VM-sized delay (the sender asks with ACKREQ where it waits; its
+	 * PTO and RTO allow for this delay).
+	 */
+	cfg.ack_delay_ns = (u64)ack_delay_us * NSEC_PER_USEC;
 	/* until RTS sets them: a responder may answer READs from RTR */
 	cfg.retry_cnt = 7;
 	cfg.rnr_retry = 7;
