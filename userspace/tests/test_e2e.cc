@@ -332,3 +332,35 @@ TEST(E2EJitter, MillisecondJitterIsNotCongestion)
 	       (unsigned long)(fct[0] / MS), (unsigned long)(fct[1] / MS));
 	EXPECT_LT(fct[1] * 4, fct[0]);
 }
+
+// Issue 7's loss goal in the model, with the kernel's configuration: at 1%
+// random loss a flow keeps >= 80% of its lossless goodput (Swift no longer
+// halves its window for a loss while the delay is below target).
+TEST(E2ELoss, KernelConfigKeepsItsBandwidthAtOnePercentLoss)
+{
+	uint64_t fct[2];
+	double loss[2] = {0, 0.01};
+	for (int i = 0; i < 2; i++) {
+		NetCfg n;
+		n.gbps = 10;
+		n.prop_ns = 50 * US;
+		n.loss = loss[i];
+		vt_config cfg = cfg_default(VT_CC_SWIFT, 4);
+		cfg.mtu = 1024;
+		cfg.swift_queue_delay = 1;
+		cfg.swift_target_ns = 100 * US;
+		cfg.swift_min_cwnd_fp = VT_FP_ONE;
+		cfg.ack_delay_ns = 100 * US;
+		Net net(n);
+		net.add_flow(cfg, std::vector<uint32_t>(128, 64 * 1024));
+		ASSERT_TRUE(net.run(60000 * MS));
+		EXPECT_TRUE(net.flow(0).stream == net.flow(0).expected());
+		fct[i] = net.flow(0).done_ns;
+		printf("loss %.2f: cwnd %u srtt %lu fct %lu us retx %lu timeouts %lu acks %lu\n", loss[i], net.flow(0).snd->tx.cwnd_fp >> 16, (unsigned long)net.flow(0).snd->tx.srtt,
+		       (unsigned long)(fct[i] / US),
+		       (unsigned long)net.flow(0).stat(VT_STAT_RETX_PKTS),
+		       (unsigned long)net.flow(0).stat(VT_STAT_TIMEOUTS),
+		       (unsigned long)net.flow(0).stat(VT_STAT_ACKS_RCVD));
+	}
+	EXPECT_LT(fct[1] * 8, fct[0] * 10); // goodput ratio > 0.8
+}

@@ -577,8 +577,8 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 }
 
 /*
- * Ask for an immediate ACK when the sender will wait for it: the window
- * is now full (the receiver's coalescing might not reach its threshold),
+ * Ask for an immediate ACK when the sender will wait for it: a small
+ * window is now full (the receiver's packet count might not be reached),
  * or this packet ends the last queued message.  New work posted behind a
  * busy queue is taken when the next ACK comes, so a queue that drains
  * must be answered at once; a queue that stays busy (the sender is the
@@ -587,8 +587,10 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 static bool ackreq_wanted(const struct vt_conn *c, const struct vt_tx_pkt *p)
 {
 	const struct vt_tx *t = &c->tx;
+	u32 wnd = vt_tx_wnd(c), pkts = c->cfg.ack_coalesce_pkts;
 
-	if (t->inflight >= vt_tx_wnd(c))
+	/* a window of 2 x the receiver's count gets ACKs by count anyway */
+	if (t->inflight >= wnd && (!pkts || wnd < 2 * pkts))
 		return true;
 	return (p->wflags & VT_F_EOM) && t->mq_head == t->mq_tail;
 }
