@@ -300,8 +300,9 @@ TEST(E2ECc, TwoFlowsConvergeToFairShare)
 }
 
 // The kernel's configuration (Swift on queueing delay, 100 us target, one
-// packet minimum) on a VM-like path whose delay spreads over 2 ms (netem
-// "delay 2ms 1ms"): without the jitter term the window sits at its floor.
+// packet minimum, 100 us ACK delay) on a VM-like path whose delay spreads
+// over 2 ms each way, data and ACKs (netem "delay 2ms 1ms" on both ends):
+// without the jitter term the window sits at its floor.
 TEST(E2EJitter, MillisecondJitterIsNotCongestion)
 {
 	uint64_t fct[2];
@@ -309,10 +310,12 @@ TEST(E2EJitter, MillisecondJitterIsNotCongestion)
 	for (int i = 0; i < 2; i++) {
 		NetCfg n;
 		n.gbps = 1;
-		n.prop_ns = 2 * MS;
+		n.prop_ns = 1 * MS;
 		n.jitter_ns = 2 * MS;
-		vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
+		n.ack_jitter_ns = 2 * MS;
+		vt_config cfg = cfg_default(VT_CC_SWIFT, 4);
 		cfg.mtu = 1024;
+		cfg.ack_delay_ns = 100 * US;
 		cfg.swift_queue_delay = 1;
 		cfg.swift_target_ns = 100 * US;
 		cfg.swift_min_cwnd_fp = VT_FP_ONE;
@@ -322,7 +325,8 @@ TEST(E2EJitter, MillisecondJitterIsNotCongestion)
 		ASSERT_TRUE(net.run(60000 * MS));
 		EXPECT_TRUE(net.flow(0).stream == net.flow(0).expected());
 		fct[i] = net.flow(0).done_ns;
-		printf("mult %u: retx %lu spurious %lu undo %lu timeouts %lu\n", mult[i],
+		printf("mult %u: cwnd %u retx %lu spurious %lu undo %lu timeouts %lu\n", mult[i],
+		       net.flow(0).snd->tx.cwnd_fp >> 16,
 		       (unsigned long)net.flow(0).stat(VT_STAT_RETX_PKTS),
 		       (unsigned long)net.flow(0).stat(VT_STAT_SPURIOUS),
 		       (unsigned long)net.flow(0).stat(VT_STAT_CWND_UNDO),

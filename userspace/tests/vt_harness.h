@@ -37,6 +37,7 @@ struct NetCfg {
 	double ack_loss = 0;	 // ACK loss probability
 	uint64_t prop_ns = 5000; // one-way propagation delay
 	uint64_t jitter_ns = 0;	 // uniform extra delay per data packet
+	uint64_t ack_jitter_ns = 0; // uniform extra delay per ACK
 	uint64_t gbps = 0;	 // bottleneck rate, 0 = infinite
 	uint64_t ecn_bytes = 0;	 // CE above this queue depth, 0 = no ECN
 	uint64_t path_extra_ns[VT_MAX_PATHS] = {};
@@ -315,7 +316,8 @@ class Net {
 		EXPECT_EQ(vt_ack_encode(&a, b.data(), b.size()), VT_ACK_LEN);
 		if (chance(nc_.ack_loss))
 			return;
-		push(now_ + nc_.prop_ns, EV_ACK, id, std::move(b), false);
+		push(now_ + nc_.prop_ns + (nc_.ack_jitter_ns ? rng_() % nc_.ack_jitter_ns : 0),
+		     EV_ACK, id, std::move(b), false);
 	}
 
 	NetCfg nc_;
