@@ -335,3 +335,32 @@ TEST_F(Rx, CoalescingStopsAtAPacketCount)
 		EXPECT_FALSE(v.ack_now) << i;
 	}
 }
+
+// After a loss, only the packet that opens the hole and those that shrink it
+// are ACKed at once; packets that continue after the hole coalesce.
+TEST_F(Rx, OnlyNewsAboutAHoleIsAckedAtOnce)
+{
+	init();
+	rx(0, 10);
+	EXPECT_FALSE(v.ack_now);
+	rx(2, 20); // pkt 1 lost: a new hole
+	EXPECT_TRUE(v.ack_now);
+	vt_ack a = ack(25);
+	EXPECT_EQ(a.cum_psn, 1u);
+	EXPECT_TRUE(vt_sack_test(a.sack, 1));
+	rx(3, 30); // continues after the known hole
+	EXPECT_FALSE(v.ack_now);
+	rx(4, 40);
+	EXPECT_FALSE(v.ack_now);
+	rx(6, 50); // another hole
+	EXPECT_TRUE(v.ack_now);
+	ack(55);
+	rx(5, 60); // late, below the highest: a hole shrinks
+	EXPECT_TRUE(v.ack_now);
+	ack(65);
+	rx(1, 70); // fills the first hole
+	EXPECT_TRUE(v.ack_now);
+	a = ack(75);
+	EXPECT_EQ(a.cum_psn, 7u);
+	EXPECT_EQ(c->stats[VT_STAT_RX_OOO], 5u);
+}

@@ -109,6 +109,7 @@ int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 	c->ops->init(c, now);
 
 	c->rx.epsn = peer_psn;
+	c->rx.high_psn = peer_psn - 1;
 	c->rx.ack_deadline = VT_NEVER;
 	c->rx.rwnd = cfg->rx_wnd;
 	c->rx.strict = !!(c->ops->flags & VT_CCF_GBN);

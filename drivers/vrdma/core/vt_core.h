@@ -233,6 +233,7 @@ struct vt_rx {
 	u32 pend_pkts, pend_bytes;
 	u32 ce_pend;
 	u32 last_psn;
+	u32 high_psn;		/* highest PSN accepted (epsn - 1 at first) */
 	u64 last_ts, last_arrival;
 	u64 ack_deadline;	/* VT_NEVER when no ACK is owed */
 	bool ack_now;

@@ -40,12 +40,22 @@ static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
 		bit_set(rx->eom, h->psn);
 	c->stats[VT_STAT_RX_BYTES] += h->payload_len;
 	if (off) {
-		/* a hole before this packet: tell the sender at once */
+		/*
+		 * A hole before this packet. News for the sender when a new
+		 * hole opens (the packet skips past the highest one received)
+		 * or an old one shrinks (it lands below it): tell it at once.
+		 * A packet that merely continues after a known hole waits for
+		 * coalescing, or a 1% loss costs an ACK per packet until the
+		 * hole is filled.
+		 */
 		c->stats[VT_STAT_RX_OOO]++;
-		urgent = true;
+		if (h->psn != rx->high_psn + 1)
+			urgent = true;
 	} else if (bit_test(rx->rcvd, h->psn + 1)) {
 		urgent = true;	/* filled a hole */
 	}
+	if (vt_psn_lt(rx->high_psn, h->psn))
+		rx->high_psn = h->psn;
 	while (bit_test(rx->rcvd, rx->epsn) && v->deliver_cnt < VT_WIN) {
 		if (bit_test(rx->eom, rx->epsn))
 			v->msgs_done++;
@@ -229,6 +239,7 @@ int vt_rx_adopt_psn(struct vt_conn *c, u32 psn)
 	if (rx->accepted)
 		return VT_ERR_INVAL;
 	rx->epsn = psn;
+	rx->high_psn = psn - 1;
 	memset(rx->rcvd, 0, sizeof(rx->rcvd));
 	memset(rx->eom, 0, sizeof(rx->eom));
 	rx->nack = VT_NACK_NONE;
