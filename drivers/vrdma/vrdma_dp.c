@@ -348,6 +348,13 @@ static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 	struct vrdma_ring *r = &qp->sq;
 	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
 
+	/*
+	 * Pairs with the provider's fence between publishing WQEs and
+	 * reading whether the last one before them is finished: a slot
+	 * cleared by vrdma_dp_complete_sq is visible before we look for new
+	 * WQEs, so the provider rings the doorbell or we see its WQEs.
+	 */
+	smp_mb();
 	while (xp->started && !xp->error &&
 	       xp->tx_msg_next - xp->tx_msg_acked < VRDMA_DP_MSGS &&
 	       xp->sq_taken - r->cons < r->num) {

@@ -7,7 +7,7 @@
  * release store of the slot's VALID bit and is observed with an acquire
  * load (see uapi vrdma-abi.h). Posting receives, polling and arming a CQ
  * take no system call; posting sends rings a doorbell only when the
- * kernel had consumed everything posted before.
+ * kernel had finished everything posted before.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -588,11 +588,6 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.head;
-	/* Was everything posted before already taken by the kernel? */
-	if (start)
-		idle = !(vrdma_load_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
-			 VRDMA_WQE_VALID);
-
 	for (; wr; wr = wr->next) {
 		struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, qp->sq.head);
 		uint32_t flags;
@@ -611,6 +606,19 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (ret)
 		*bad_wr = wr;
 
+	/*
+	 * Had the kernel finished everything posted before (then it may be
+	 * idle, and must be told)? Asked after publishing the new WQEs, with
+	 * a full fence: the kernel clears a finished slot, fences, then looks
+	 * for new WQEs, so either it sees ours or we see its cleared slot.
+	 * Asked before publishing, a completion in between left the new WQEs
+	 * unseen with no doorbell, for good.
+	 */
+	if (posted && start) {
+		atomic_thread_fence(memory_order_seq_cst);
+		idle = !(vrdma_load_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
+			 VRDMA_WQE_VALID);
+	}
 	if (posted && (idle || posted >= qp->sq.num_slots)) {
 		int db = vrdma_ring_doorbell(qp);
 
