@@ -40,6 +40,8 @@ enum vrdma_counter {
 	VRDMA_CNT_TX_BYTES,
 	VRDMA_CNT_TX_ERR,	/* no route, no socket, qdisc drop */
 	VRDMA_CNT_TIMER_RUNS,	/* transport timer expirations */
+	VRDMA_CNT_RX_BAD_QKEY,	/* UD: qkey does not match the QP's */
+	VRDMA_CNT_RX_NO_RECV,	/* UD: no receive WQE posted */
 	VRDMA_CNT_MAX
 };
 

@@ -248,6 +248,11 @@ int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		}
 		if (cf & VRDMA_CQE_GRH)
 			wc->wc_flags |= IB_WC_GRH;
+		/* ib_init_ah_attr_from_wc finds a RoCEv2 GID with it */
+		if ((cf & VRDMA_CQE_GRH) && c->network_hdr_type) {
+			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+			wc->network_hdr_type = c->network_hdr_type;
+		}
 		qp = xa_load(&vd->qp_xa, c->qp_num);
 		wc->qp = qp ? &qp->ibqp : NULL;
 		vrdma_slot_set(c, 0);

@@ -28,6 +28,7 @@
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "vrdma_dp.h"
+#include "vrdma_ud.h"
 
 #define VRDMA_DP_BUDGET		64	/* packets per run of the work */
 #define VRDMA_DP_CLOCK_EVERY	8	/* packets sent per clock read */
@@ -181,8 +182,8 @@ static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
  * Copy @len bytes between @buf and a WQE's scatter/gather list, starting
  * @off bytes into it. Returns 0, or an ib_wc_status for the failure.
  */
-static int vrdma_sge_copy(struct vrdma_qp *qp, const struct vrdma_sge *sge,
-			  u32 nsge, u32 off, void *buf, u32 len, bool to_mr)
+int vrdma_sge_copy(struct vrdma_qp *qp, const struct vrdma_sge *sge,
+		   u32 nsge, u32 off, void *buf, u32 len, bool to_mr)
 {
 	u32 i;
 

@@ -15,6 +15,7 @@
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "vrdma_dp.h"
+#include "vrdma_ud.h"
 
 static const char * const vrdma_qp_state_name[] = {
 	[IB_QPS_RESET] = "RESET",
@@ -113,6 +114,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (rv)
 		goto err_rq;
 	ibqp->qp_num = qpn;
+	if (vrdma_qp_is_ud(qp))
+		vrdma_ud_create(qp);
 
 	/* report what we really provide */
 	attr->cap.max_send_wr = qp->sq.num;
@@ -162,6 +165,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
 
 	xa_erase_irq(&vd->qp_xa, ibqp->qp_num);
+	if (vrdma_qp_is_ud(qp))
+		vrdma_ud_destroy(qp);
 	vrdma_dp_destroy(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
@@ -388,6 +393,9 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		if (rv)
 			goto out;
 		qp->state = next;
+		/* a UD doorbell rung before RTS left its WQEs queued */
+		if (next == IB_QPS_RTS && vrdma_qp_is_ud(qp))
+			vrdma_ud_kick(qp);
 		if (next == IB_QPS_ERR) {
 			vrdma_dp_quiesce(qp);
 			vrdma_qp_flush(qp);
@@ -547,6 +555,15 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 	return 0;
 }
 
+/* New send WQEs: the data path of the QP's type takes them. */
+static void vrdma_qp_kick(struct vrdma_qp *qp)
+{
+	if (vrdma_qp_is_ud(qp))
+		vrdma_ud_kick(qp);
+	else
+		vrdma_dp_kick(qp);
+}
+
 /*
  * Kernel QPs queue @wr into the SQ ring. For a user QP, a post_send with
  * no WR is the provider's doorbell: the SQ ring holds new WQEs.
@@ -567,7 +584,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			vrdma_qp_flush(qp);
 		else
-			vrdma_dp_kick(qp);
+			vrdma_qp_kick(qp);
 		return 0;
 	}
 	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
@@ -597,7 +614,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		vrdma_qp_flush(qp);
 	else
-		vrdma_dp_kick(qp);
+		vrdma_qp_kick(qp);
 	return rv;
 }
 

@@ -16,6 +16,8 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_TX_BYTES].name = "tx_bytes",
 	[VRDMA_CNT_TX_ERR].name = "tx_errors",
 	[VRDMA_CNT_TIMER_RUNS].name = "timer_runs",
+	[VRDMA_CNT_RX_BAD_QKEY].name = "rx_dropped_bad_qkey",
+	[VRDMA_CNT_RX_NO_RECV].name = "rx_dropped_no_recv_wqe",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -162,6 +162,7 @@ struct vrdma_qp {
 	bool user;
 	u64 doorbells;
 	struct vrdma_xp *xp;		/* RC: the connection (vrdma_dp.c) */
+	struct work_struct ud_work;	/* UD/GSI kernel QP: send (vrdma_ud.c) */
 };
 
 static inline struct vrdma_verbs_dev *vrdma_vdev(struct ib_device *ibdev)

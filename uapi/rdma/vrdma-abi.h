@@ -123,7 +123,12 @@ struct vrdma_cqe {
 	__u32 qp_num;
 	__u32 src_qp;			/* UD */
 	__u8 sl;
-	__u8 reserved_8[7];
+	/*
+	 * UD/GSI receive with VRDMA_CQE_GRH: enum rdma_network_type of the
+	 * header in the first 40 bytes of the buffer (2 IPv4, 3 IPv6).
+	 */
+	__u8 network_hdr_type;
+	__u8 reserved_8[6];
 };
 
 /* CQ arming, written by the consumer, cleared by the kernel when it fires. */

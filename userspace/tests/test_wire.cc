@@ -162,7 +162,7 @@ TEST(Wire, DataDecodeRejectsBadFields)
 		int err;
 	} cases[] = {
 		{0, 0, VT_ERR_VERSION},  {0, 2, VT_ERR_VERSION},
-		{1, 0, VT_ERR_OPCODE},   {1, 5, VT_ERR_OPCODE},
+		{1, 0, VT_ERR_OPCODE},   {1, 8, VT_ERR_OPCODE},
 		{1, VT_OP_ACK, VT_ERR_OPCODE}, {2, 0x20 | VT_F_SOM, VT_ERR_FIELD},
 		{14, 1, VT_ERR_FIELD},   {15, 1, VT_ERR_FIELD},
 		{52, 1, VT_ERR_FIELD},   {55, 1, VT_ERR_FIELD},
@@ -205,6 +205,102 @@ TEST(Wire, ReadRequestCarriesNoPayload)
 	h.flags = VT_F_SOM | VT_F_EOM;
 	h.msg_off = 4;
 	EXPECT_EQ(vt_data_hdr_encode(&h, b, sizeof(b)), VT_ERR_FIELD);
+}
+
+namespace {
+
+vt_data_hdr ud_hdr()
+{
+	vt_data_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.opcode = VT_OP_UD_SEND;
+	h.flags = VT_F_SOM | VT_F_EOM | VT_F_IMM;
+	h.payload_len = 256;
+	h.msg_len = 256;
+	h.dst_conn = 1;		// the GSI QP
+	h.msg_id = 0xabcdef;	// source QPN
+	h.rkey = 0x80010000;	// qkey
+	h.tx_ts = 42;
+	h.imm = 0x01020304;
+	return h;
+}
+
+} // namespace
+
+TEST(Wire, UdSendRoundTripAndLayout)
+{
+	vt_data_hdr h = ud_hdr(), o;
+	auto b = enc(h);
+	EXPECT_EQ(b[1], VT_OP_UD_SEND);
+	EXPECT_EQ(b[2], VT_F_SOM | VT_F_EOM | VT_F_IMM);
+	EXPECT_EQ(b[7], 1);	// dst_conn = destination QPN
+	EXPECT_EQ(b[25], 0xab); // msg_id = source QPN
+	EXPECT_EQ(b[36], 0x80); // rkey = qkey
+	EXPECT_EQ(b[48], 0x01); // imm
+	ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+	EXPECT_EQ(o.opcode, VT_OP_UD_SEND);
+	EXPECT_EQ(vt_ud_src_qpn(&o), 0xabcdefu);
+	EXPECT_EQ(vt_ud_qkey(&o), 0x80010000u);
+	EXPECT_EQ(o.dst_conn, 1u);
+	EXPECT_EQ(o.imm, h.imm);
+	EXPECT_EQ(vt_pkt_opcode(b.data(), b.size()), VT_OP_UD_SEND);
+	// without immediate, and empty
+	h.flags = VT_F_SOM | VT_F_EOM;
+	h.imm = 0;
+	h.payload_len = h.msg_len = 0;
+	b = enc(h);
+	ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+	EXPECT_EQ(o.payload_len, 0);
+	// the largest payload
+	h.payload_len = h.msg_len = VT_MAX_PAYLOAD;
+	b = enc(h);
+	ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+}
+
+TEST(Wire, UdSendRejectsReliableFields)
+{
+	vt_data_hdr o;
+	struct Case {
+		size_t off;
+		uint8_t val;
+		int err;
+	} cases[] = {
+		{2, VT_F_SOM | VT_F_IMM, VT_ERR_FIELD},   // not a single packet
+		{2, VT_F_EOM | VT_F_IMM, VT_ERR_FIELD},
+		{2, VT_F_SOM | VT_F_EOM, VT_ERR_FIELD},   // imm without VT_F_IMM
+		{2, 0x1f, VT_ERR_FIELD},                  // ACKREQ | RETX
+		{2, 0x20 | 0x13, VT_ERR_FIELD},           // reserved flag
+		{3, 1, VT_ERR_FIELD},                     // path
+		{4, 1, VT_ERR_FIELD},                     // dst QPN above 24 bits
+		{11, 1, VT_ERR_FIELD},                    // psn
+		{24, 1, VT_ERR_FIELD},                    // src QPN above 24 bits
+		{31, 1, VT_ERR_FIELD},                    // offset
+		{35, 1, VT_ERR_FIELD},                    // msg_len != payload
+		{47, 1, VT_ERR_FIELD},                    // va
+		{14, 1, VT_ERR_FIELD},   {52, 1, VT_ERR_FIELD},
+	};
+	for (auto &c : cases) {
+		auto b = enc(ud_hdr());
+		b[c.off] = c.val;
+		EXPECT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), c.err) << c.off;
+	}
+	// every truncation, and a trailing byte
+	auto b = enc(ud_hdr());
+	for (size_t l = 0; l < b.size(); l++)
+		EXPECT_LT(vt_data_hdr_decode(b.data(), l, &o), 0) << l;
+	b.push_back(0);
+	EXPECT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_ERR_LEN);
+	// the encoder applies the same rules
+	vt_data_hdr h = ud_hdr();
+	std::vector<uint8_t> x(VT_DATA_HDR_LEN + h.payload_len);
+	h.psn = 7;
+	EXPECT_EQ(vt_data_hdr_encode(&h, x.data(), x.size()), VT_ERR_FIELD);
+	h = ud_hdr();
+	h.dst_conn = 0x1000000;
+	EXPECT_EQ(vt_data_hdr_encode(&h, x.data(), x.size()), VT_ERR_FIELD);
+	h = ud_hdr();
+	h.payload_len = h.msg_len = VT_MAX_PAYLOAD + 1;
+	EXPECT_EQ(vt_data_hdr_encode(&h, x.data(), x.size()), VT_ERR_LEN);
 }
 
 TEST(Wire, EncodeChecksArguments)

@@ -40,10 +40,34 @@ static u64 get64(const u8 *p)
 	return (u64)get32(p) << 32 | get32(p + 4);
 }
 
+/*
+ * An unreliable datagram: one packet per message, outside the reliable
+ * engine, so everything that engine would read must be zero.
+ */
+static int ud_check(const struct vt_data_hdr *h)
+{
+	if (h->flags & ~(VT_F_SOM | VT_F_EOM | VT_F_IMM))
+		return VT_ERR_FIELD;
+	if ((h->flags & (VT_F_SOM | VT_F_EOM)) != (VT_F_SOM | VT_F_EOM))
+		return VT_ERR_FIELD;
+	if (h->payload_len > VT_MAX_PAYLOAD)
+		return VT_ERR_LEN;
+	if (!(h->flags & VT_F_IMM) && h->imm)
+		return VT_ERR_FIELD;
+	if (h->path || h->psn || h->va || h->msg_off ||
+	    h->msg_len != h->payload_len)
+		return VT_ERR_FIELD;
+	if ((h->dst_conn | h->msg_id) & ~VT_UD_QPN_MASK)
+		return VT_ERR_FIELD;
+	return 0;
+}
+
 static int data_check(const struct vt_data_hdr *h)
 {
 	u64 end = (u64)h->msg_off + h->payload_len;
 
+	if (h->opcode == VT_OP_UD_SEND)
+		return ud_check(h);
 	if (h->opcode < VT_OP_SEND || h->opcode > VT_OP_DATA_LAST)
 		return VT_ERR_OPCODE;
 	if (h->flags & ~VT_F_DATA_MASK)
@@ -237,7 +261,7 @@ int vt_pkt_opcode(const void *buf, size_t len)
 	if (p[0] != VT_WIRE_VERSION)
 		return VT_ERR_VERSION;
 	if ((p[1] >= VT_OP_SEND && p[1] <= VT_OP_DATA_LAST) ||
-	    p[1] == VT_OP_ACK || p[1] == VT_OP_NACK)
+	    p[1] == VT_OP_UD_SEND || p[1] == VT_OP_ACK || p[1] == VT_OP_NACK)
 		return p[1];
 	return VT_ERR_OPCODE;
 }

@@ -17,6 +17,7 @@
 #define VT_ACK_LEN		72
 #define VT_MAX_PAYLOAD		9216	/* jumbo frame payload bound */
 #define VT_SACK_BITS		256
+#define VT_UD_QPN_MASK		0xffffff	/* UD_SEND: 24-bit QPNs */
 #define VT_SACK_WORDS		(VT_SACK_BITS / 64)
 
 /* error codes shared by the whole core (negative return values) */
@@ -42,6 +43,7 @@ enum vt_opcode {
 	VT_OP_READ_REQ = 0x03,
 	VT_OP_READ_RESP = 0x04,
 	VT_OP_DATA_LAST = VT_OP_READ_RESP,
+	VT_OP_UD_SEND = 0x05,	/* unreliable datagram: no PSN, no ACK */
 	VT_OP_ACK = 0x10,
 	VT_OP_NACK = 0x11,
 };
@@ -67,6 +69,12 @@ enum vt_nack_code {
 	VT_NACK_MAX = VT_NACK_INV_REQ,
 };
 
+/*
+ * VT_OP_UD_SEND reuses the data header: dst_conn is the destination QPN,
+ * msg_id the source QPN, rkey the qkey; one packet per message (SOM|EOM,
+ * offset 0, msg_len = payload_len), psn, path and va zero. The reliable
+ * engine never sees it (vt_ud_* below name the fields).
+ */
 struct vt_data_hdr {
 	u8 opcode;
 	u8 flags;
@@ -105,6 +113,16 @@ int vt_data_hdr_decode(const void *buf, size_t len, struct vt_data_hdr *h);
 int vt_ack_encode(const struct vt_ack *a, void *buf, size_t len);
 int vt_ack_decode(const void *buf, size_t len, struct vt_ack *a);
 int vt_pkt_opcode(const void *buf, size_t len);
+
+static inline u32 vt_ud_src_qpn(const struct vt_data_hdr *h)
+{
+	return h->msg_id;
+}
+
+static inline u32 vt_ud_qkey(const struct vt_data_hdr *h)
+{
+	return h->rkey;
+}
 
 /* wraparound-safe 32-bit PSN arithmetic */
 static inline s32 vt_psn_diff(u32 a, u32 b)

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_ud.c - the UD and GSI data path: unreliable datagrams, one packet
+ * per message (VT_OP_UD_SEND, docs/wire-protocol.md), outside the
+ * transport core's reliable engine. The GSI QP (QPN 1) carries the MADs
+ * of ib_mad, hence ib_cm and rdma_cm.
+ *
+ * Send: every valid SQ slot is taken at once (copied, released), its AH
+ * resolved to an IPv4/IPv6 route from the GIDs, its SGEs or inline bytes
+ * gathered into one datagram, and it completes when sent. A user QP's
+ * doorbell sends in the system call; a kernel QP sends from a work item,
+ * because ib_mad posts with interrupts disabled and under its own lock.
+ *
+ * Receive (softirq): the QP is found by destination QPN under RCU (destroy
+ * waits for a grace period before freeing the rings), the qkey checked,
+ * one RQ or SRQ WQE taken and filled as RoCEv2 does: 40 bytes of GRH
+ * area (an IPv6 header, or an IPv4 header in its last 20 bytes), then the
+ * payload. Unknown QPN, wrong qkey, or no WQE: the datagram is dropped
+ * and counted (UD has no RNR).
+ */
+#include <linux/highmem.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <net/ipv6.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_verbs.h>
+
+#include "vrdma.h"
+#include "vrdma_verbs.h"
+#include "vrdma_ud.h"
+
+#define VRDMA_UD_GRH_LEN	40	/* sizeof(struct ib_grh) */
+#define VRDMA_QKEY_USE_QP	0x80000000	/* IBA 10.2.5: use the QP's qkey */
+
+static_assert(sizeof(struct ib_grh) == VRDMA_UD_GRH_LEN);
+static_assert(sizeof(union rdma_network_hdr) == VRDMA_UD_GRH_LEN);
+
+/* ---- send --------------------------------------------------------------- */
+
+/*
+ * The route to the AH's destination GID from its source GID. The AH is
+ * read under the xarray lock: destroy_ah erases it there before the core
+ * frees it, and it holds its source GID entry until then.
+ */
+static u8 vrdma_ud_route(struct vrdma_qp *qp, u32 ah_num,
+			 struct vrdma_route *r)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	const struct ib_global_route *grh;
+	struct in6_addr d, s;
+	struct vrdma_ah *ah;
+	unsigned long flags;
+	u8 st = IB_WC_LOC_QP_OP_ERR;
+
+	memset(r, 0, sizeof(*r));
+	xa_lock_irqsave(&vd->ah_xa, flags);
+	ah = xa_load(&vd->ah_xa, ah_num);
+	if (ah && ah->ibah.pd != qp->ibqp.pd) {
+		st = IB_WC_LOC_PROT_ERR;	/* IBA 11.6.2: PD mismatch */
+	} else if (ah && ah->ibah.sgid_attr) {
+		grh = rdma_ah_read_grh(&ah->attr);
+		memcpy(&d, grh->dgid.raw, sizeof(d));
+		memcpy(&s, ah->ibah.sgid_attr->gid.raw, sizeof(s));
+		r->tos = grh->traffic_class;
+		r->ttl = grh->hop_limit;
+		r->flow_label = cpu_to_be32(grh->flow_label & 0xfffff);
+		st = IB_WC_SUCCESS;
+	}
+	xa_unlock_irqrestore(&vd->ah_xa, flags);
+	if (st)
+		return st;
+
+	if (ipv6_addr_v4mapped(&d) && ipv6_addr_v4mapped(&s)) {
+		r->family = AF_INET;
+		r->daddr.v4 = d.s6_addr32[3];
+		r->saddr.v4 = s.s6_addr32[3];
+		if (ipv4_is_multicast(r->daddr.v4) ||
+		    ipv4_is_lbcast(r->daddr.v4))
+			return IB_WC_LOC_QP_OP_ERR;	/* no multicast */
+	} else if (!ipv6_addr_v4mapped(&d) && !ipv6_addr_v4mapped(&s)) {
+		r->family = AF_INET6;
+		r->daddr.v6 = d;
+		r->saddr.v6 = s;
+		if (ipv6_addr_is_multicast(&d))
+			return IB_WC_LOC_QP_OP_ERR;
+	} else {
+		return IB_WC_LOC_QP_OP_ERR;	/* mixed families */
+	}
+	return IB_WC_SUCCESS;
+}
+
+/* Send one WQE (a private copy). Returns an ib_wc_status. */
+static u8 vrdma_ud_send_one(struct vrdma_qp *qp, const struct vrdma_sqe *s,
+			    u32 *lenp)
+{
+	struct vrdma_dev *vdev = qp->vdev;
+	struct vt_data_hdr h = {};
+	struct vrdma_route r;
+	struct sk_buff *skb;
+	void *payload;
+	u64 total = 0;
+	u32 mtu, qkey, i;
+	u8 st;
+
+	if (s->opcode != VRDMA_OP_SEND && s->opcode != VRDMA_OP_SEND_WITH_IMM)
+		return IB_WC_LOC_QP_OP_ERR;
+	if (s->flags & VRDMA_WQE_INLINE) {
+		total = s->inline_len;
+		if (total > VRDMA_MAX_INLINE)
+			return IB_WC_LOC_LEN_ERR;
+	} else {
+		if (s->num_sge > VRDMA_MAX_SGE)
+			return IB_WC_LOC_QP_OP_ERR;
+		for (i = 0; i < s->num_sge; i++)
+			total += s->sge[i].length;
+	}
+	/* one packet per message: at most the port's MTU */
+	mtu = ib_mtu_enum_to_int(vrdma_mtu_from_netdev(READ_ONCE(vdev->netdev_mtu)));
+	if (total > mtu)
+		return IB_WC_LOC_LEN_ERR;
+	*lenp = total;
+
+	st = vrdma_ud_route(qp, s->ah, &r);
+	if (st)
+		return st;
+
+	qkey = s->remote_qkey;
+	if (qkey & VRDMA_QKEY_USE_QP)
+		qkey = READ_ONCE(qp->attr.qkey);
+	h.opcode = VT_OP_UD_SEND;
+	h.flags = VT_F_SOM | VT_F_EOM;
+	h.payload_len = total;
+	h.msg_len = total;
+	h.dst_conn = s->remote_qpn & VT_UD_QPN_MASK;
+	h.msg_id = qp->ibqp.qp_num;	/* source QPN */
+	h.rkey = qkey;
+	h.tx_ts = ktime_get_ns();
+	if (s->opcode == VRDMA_OP_SEND_WITH_IMM) {
+		h.flags |= VT_F_IMM;
+		h.imm = s->ex;
+	}
+
+	skb = vrdma_net_alloc_skb(vdev, &r, VT_DATA_HDR_LEN + total);
+	if (!skb) {
+		vrdma_count(vdev, VRDMA_CNT_TX_ERR, 1);
+		return IB_WC_SUCCESS;	/* a lost datagram */
+	}
+	if (vt_data_hdr_encode(&h, skb_put(skb, VT_DATA_HDR_LEN),
+			       VT_DATA_HDR_LEN) < 0) {
+		kfree_skb(skb);
+		return IB_WC_LOC_QP_OP_ERR;
+	}
+	payload = skb_put(skb, total);
+	if (s->flags & VRDMA_WQE_INLINE)
+		memcpy(payload, s->sge, total);
+	else
+		st = vrdma_sge_copy(qp, s->sge, s->num_sge, 0, payload, total,
+				    false);
+	if (st) {
+		kfree_skb(skb);
+		return st;
+	}
+	/* ephemeral source port per QP; a failed send is a lost datagram */
+	vrdma_net_xmit(vdev, &r,
+		       htons(0xc000 | ((qp->ibqp.qp_num * 64) & 0x3fc0)), skb);
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Send every valid SQ slot. A slot is released when taken: the WQE is
+ * done once its datagram left, and a flush racing with us (the QP entering
+ * ERR) then never sees it twice.
+ */
+static void vrdma_ud_tx(struct vrdma_qp *qp)
+{
+	struct vrdma_ring *r = &qp->sq;
+	struct vrdma_cq *cq = to_vcq(qp->ibqp.send_cq);
+
+	for (;;) {
+		struct vrdma_cqe cqe = {};
+		struct vrdma_sqe s;
+		unsigned long flags;
+		void *slot;
+		u32 f, len = 0;
+		u8 st;
+
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		slot = vrdma_ring_slot(r, r->cons);
+		f = vrdma_slot_flags(slot);
+		if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+		    !(f & VRDMA_WQE_VALID)) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			return;
+		}
+		memcpy(&s, slot, sizeof(s));
+		s.flags = f;
+		vrdma_slot_set(slot, 0);
+		r->cons++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+		st = vrdma_ud_send_one(qp, &s, &len);
+		if (st || (f & VRDMA_WQE_SIGNALED)) {
+			cqe.wr_id = s.wr_id;
+			cqe.opcode = IB_WC_SEND;
+			cqe.status = st;
+			cqe.byte_len = len;
+			cqe.qp_num = qp->ibqp.qp_num;
+			vrdma_cq_push(cq, &cqe, false);
+		}
+		cond_resched();
+	}
+}
+
+static void vrdma_ud_work(struct work_struct *work)
+{
+	vrdma_ud_tx(container_of(work, struct vrdma_qp, ud_work));
+}
+
+/*
+ * New send WQEs (or the QP reached RTS). A user QP sends in its doorbell
+ * system call, so the ring is drained when the call returns (the
+ * provider rings again only when the previous slot was taken); a kernel
+ * QP may post from any context and sends from a work item.
+ */
+void vrdma_ud_kick(struct vrdma_qp *qp)
+{
+	if (qp->user)
+		vrdma_ud_tx(qp);
+	else
+		queue_work(system_highpri_wq, &qp->ud_work);
+}
+
+void vrdma_ud_create(struct vrdma_qp *qp)
+{
+	INIT_WORK(&qp->ud_work, vrdma_ud_work);
+}
+
+/* After the QP left the QP xarray: no receive path or send work left. */
+void vrdma_ud_destroy(struct vrdma_qp *qp)
+{
+	synchronize_rcu();
+	cancel_work_sync(&qp->ud_work);
+}
+
+/* ---- receive ------------------------------------------------------------ */
+
+/* The GRH area of a UD receive, as RoCEv2 fills it (rxe_resp.c). */
+static u8 vrdma_ud_grh(struct sk_buff *skb, union rdma_network_hdr *grh)
+{
+	memset(grh, 0, sizeof(*grh));
+	if (skb->protocol == htons(ETH_P_IP) &&
+	    skb_network_header(skb) + sizeof(struct iphdr) <= skb->data) {
+		memcpy(&grh->roce4grh, ip_hdr(skb), sizeof(grh->roce4grh));
+		return RDMA_NETWORK_IPV4;
+	}
+	if (skb->protocol == htons(ETH_P_IPV6) &&
+	    skb_network_header(skb) + sizeof(struct ipv6hdr) <= skb->data) {
+		memcpy(&grh->ibgrh, ipv6_hdr(skb), sizeof(grh->ibgrh));
+		return RDMA_NETWORK_IPV6;
+	}
+	return 0;
+}
+
+static bool vrdma_ud_take_rqe(struct vrdma_qp *qp, struct vrdma_rqe *out)
+{
+	struct vrdma_ring *r = &qp->rq;
+	unsigned long flags;
+	bool ok = false;
+	void *slot;
+
+	if (qp->ibqp.srq)
+		return vrdma_srq_take(to_vsrq(qp->ibqp.srq), out);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	slot = vrdma_ring_slot(r, r->cons);
+	if (vrdma_slot_flags(slot) & VRDMA_WQE_VALID) {
+		memcpy(out, slot, sizeof(*out));
+		/* released before the CQE is visible, as in vrdma_dp.c */
+		vrdma_slot_set(slot, 0);
+		r->cons++;
+		ok = true;
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return ok;
+}
+
+/* Fill a taken receive WQE: GRH area, then payload. An ib_wc_status. */
+static u8 vrdma_ud_place(struct vrdma_qp *qp, const struct vrdma_rqe *rqe,
+			 const union rdma_network_hdr *grh, void *payload,
+			 u32 len)
+{
+	u64 room = 0;
+	u32 i;
+	int st;
+
+	if (rqe->num_sge > VRDMA_MAX_SGE)
+		return IB_WC_LOC_QP_OP_ERR;
+	for (i = 0; i < rqe->num_sge; i++)
+		room += rqe->sge[i].length;
+	if (room < VRDMA_UD_GRH_LEN + (u64)len)
+		return IB_WC_LOC_LEN_ERR;
+	st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge, 0, (void *)grh,
+			    VRDMA_UD_GRH_LEN, true);
+	if (!st)
+		st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge,
+				    VRDMA_UD_GRH_LEN, payload, len, true);
+	return st;
+}
+
+/*
+ * A decoded VT_OP_UD_SEND from softirq; the caller frees @skb. The
+ * decoder checked every header field and that the payload fills the rest
+ * of the linear datagram.
+ */
+void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
+		 const struct vt_data_hdr *dh)
+{
+	struct vrdma_verbs_dev *vd = vdev->priv;
+	union rdma_network_hdr grh;
+	struct vrdma_cqe cqe = {};
+	struct vrdma_rqe rqe;
+	enum ib_qp_state state;
+	struct vrdma_qp *qp;
+	u8 net_type;
+	u32 qkey;
+
+	rcu_read_lock();
+	qp = vd ? xa_load(&vd->qp_xa, dh->dst_conn) : NULL;
+	if (!qp || !vrdma_qp_is_ud(qp)) {
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+		goto out;
+	}
+	state = READ_ONCE(qp->state);
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS) {
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+		goto out;
+	}
+	qkey = qp->ibqp.qp_type == IB_QPT_GSI ? IB_QP1_QKEY :
+						READ_ONCE(qp->attr.qkey);
+	if (vt_ud_qkey(dh) != qkey) {
+		vrdma_count(vdev, VRDMA_CNT_RX_BAD_QKEY, 1);
+		goto out;
+	}
+	/*
+	 * ib_mad never reposts a receive that completed in error: a MAD
+	 * that cannot fit is dropped before it costs a WQE.
+	 */
+	if (qp->ibqp.qp_type == IB_QPT_GSI &&
+	    dh->payload_len > IB_MGMT_MAD_SIZE) {
+		vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
+		goto out;
+	}
+	net_type = vrdma_ud_grh(skb, &grh);
+	if (!net_type) {
+		vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
+		goto out;
+	}
+	if (!vrdma_ud_take_rqe(qp, &rqe)) {
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_RECV, 1);
+		goto out;
+	}
+
+	cqe.status = vrdma_ud_place(qp, &rqe, &grh, skb->data + VT_DATA_HDR_LEN,
+				    dh->payload_len);
+	cqe.wr_id = rqe.wr_id;
+	cqe.opcode = IB_WC_RECV;
+	cqe.qp_num = qp->ibqp.qp_num;
+	cqe.src_qp = vt_ud_src_qpn(dh);
+	cqe.flags = VRDMA_CQE_GRH;
+	cqe.network_hdr_type = net_type;
+	if (!cqe.status)
+		cqe.byte_len = VRDMA_UD_GRH_LEN + dh->payload_len;
+	if (dh->flags & VT_F_IMM) {
+		cqe.flags |= VRDMA_CQE_WITH_IMM;
+		cqe.ex = dh->imm;
+	}
+	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+out:
+	rcu_read_unlock();
+}
