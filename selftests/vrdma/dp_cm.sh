@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# rdma_cm between two hosts over vrdma: ib_cm's MADs travel on the GSI QPs
+# (UD), then the connection's RC QP carries the data. rping -V (data
+# verified), ucmatose (RC), udaddy (UD QPs through SIDR), perftest -R;
+# then rping -V and ucmatose again on impaired wires (loss 1% and 5%,
+# delay with jitter, 25% reordering, duplication, corruption), which must
+# complete: ib_cm retries lost MADs and RC retransmits. udaddy and
+# perftest are not run impaired: udaddy's datagrams are not retransmitted,
+# and the RC tools are covered by dp_impair.sh.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dp_lib.inc"
+require_root
+require_cmd rping ucmatose udaddy ib_send_bw ib_write_lat tc rdma
+require_vrdma
+[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+
+dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
+
+# Neighbours fixed up front: address resolution is not what is tested,
+# and a lost ARP under netem would outlast rping's 2 s resolve timeout.
+mac() { ip -n "$1" -o link show "$2" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
+ip -n "$H1" neigh replace "$H2_IP" lladdr "$(mac "$H2" "$H2_IF")" dev "$H1_IF" nud permanent
+ip -n "$H2" neigh replace "$H1_IP" lladdr "$(mac "$H1" "$H1_IF")" dev "$H2_IF" nud permanent
+
+cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q LISTEN; }
+
+# cm_pair SECONDS SERVER_CMD... -- CLIENT_CMD...: the server in $H1, once
+# it listens the client in $H2 (retried on a reject, which a server that
+# is not listening yet gives); 0 when both exit 0.
+cm_pair() {
+	local secs=$1 srv=() cli=() pid rc=1 src t
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	ip netns exec "$H1" timeout -k 2 "$secs" "${srv[@]}" >"$DP_OUT.srv" 2>&1 &
+	pid=$!
+	wait_until 20 cm_listening || diag "server not listening after 20 s"
+	for t in 1 2 3; do
+		ip netns exec "$H2" timeout -k 2 "$secs" "${cli[@]}" >"$DP_OUT" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] && break
+		grep -qiE "REJECTED|refused|UNREACHABLE" "$DP_OUT" || break
+		sleep 1
+	done
+	wait "$pid"
+	src=$?
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		diag "client rc=$rc server rc=$src: $(tail -n 3 "$DP_OUT" | tr '\n' ' ')"
+		diag "server: $(tail -n 3 "$DP_OUT.srv" | tr '\n' ' ')"
+		return 1
+	fi
+	return 0
+}
+
+rping_v() {	# rping_v LABEL COUNT
+	if cm_pair 120 rping -s -a "$H1_IP" -C "$2" -V -S 4096 -- \
+		rping -c -a "$H1_IP" -C "$2" -V -S 4096; then
+		ktap_ok "$1rping -V -C $2 -S 4096"
+	else
+		ktap_fail "$1rping -V -C $2 -S 4096"
+	fi
+}
+ucma() {	# ucma LABEL COUNT
+	if cm_pair 120 ucmatose -b "$H1_IP" -C "$2" -S 4096 -- \
+		ucmatose -s "$H1_IP" -C "$2" -S 4096; then
+		ktap_ok "$1ucmatose -C $2 -S 4096"
+	else
+		ktap_fail "$1ucmatose -C $2 -S 4096"
+	fi
+}
+
+rping_v "" 20
+ucma "" 20
+if cm_pair 60 udaddy -b "$H1_IP" -C 20 -- udaddy -s "$H1_IP" -C 20; then
+	ktap_ok "udaddy -C 20 (UD QPs, SIDR)"
+else
+	ktap_fail "udaddy -C 20 (UD QPs, SIDR)"
+fi
+for t in "ib_send_bw -s 65536 -n 200 --report_gbits" "ib_write_lat -s 2 -n 200"; do
+	# shellcheck disable=SC2086
+	if cm_pair 120 $t -d vrdma1 -R -F -- $t -d vrdma2 -R -F "$H1_IP"; then
+		ktap_ok "$t -R:$(grep -E '^ *[0-9]+ +[0-9]+' "$DP_OUT" | tail -n 1 | tr -s ' ')"
+	else
+		ktap_fail "$t -R"
+	fi
+done
+
+for cond in "loss 1%" "loss 5%" "delay 2ms 1ms" "delay 1ms reorder 25% 50%" \
+	    "duplicate 5%" "corrupt 2%"; do
+	dp_netem "$cond"
+	rping_v "netem $cond: " 10
+	ucma "netem $cond: " 10
+done
+dp_netem ""
+ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
+ktap_finished
