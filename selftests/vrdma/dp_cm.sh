@@ -56,17 +56,19 @@ cm_pair() {
 }
 
 rping_v() {	# rping_v LABEL COUNT
+	local t0=$SECONDS
 	if cm_pair 120 rping -s -a "$H1_IP" -C "$2" -V -S 4096 -- \
 		rping -c -a "$H1_IP" -C "$2" -V -S 4096; then
-		ktap_ok "$1rping -V -C $2 -S 4096"
+		ktap_ok "$1rping -V -C $2 -S 4096 ($((SECONDS - t0)) s)"
 	else
 		ktap_fail "$1rping -V -C $2 -S 4096"
 	fi
 }
 ucma() {	# ucma LABEL COUNT
+	local t0=$SECONDS
 	if cm_pair 120 ucmatose -b "$H1_IP" -C "$2" -S 4096 -- \
 		ucmatose -s "$H1_IP" -C "$2" -S 4096; then
-		ktap_ok "$1ucmatose -C $2 -S 4096"
+		ktap_ok "$1ucmatose -C $2 -S 4096 ($((SECONDS - t0)) s)"
 	else
 		ktap_fail "$1ucmatose -C $2 -S 4096"
 	fi
@@ -96,4 +98,5 @@ for cond in "loss 1%" "loss 5%" "delay 2ms 1ms" "delay 1ms reorder 25% 50%" \
 done
 dp_netem ""
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
+diag "total $SECONDS s"
 ktap_finished
