@@ -43,6 +43,7 @@ cm_pair() {
 		rc=$?
 		[ $rc -eq 0 ] && break
 		grep -qiE "REJECTED|refused|UNREACHABLE" "$DP_OUT" || break
+		diag "attempt $t: rc=$rc: $(tail -n 2 "$DP_OUT" | tr '\n' ' ')"
 		sleep 1
 	done
 	wait "$pid"
