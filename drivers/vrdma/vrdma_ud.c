@@ -185,6 +185,14 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 		u32 f, len = 0;
 		u8 st;
 
+		/*
+		 * Pairs with the provider's fence between publishing WQEs and
+		 * reading whether the one before them was taken: the slot we
+		 * cleared is visible before we look at the next one, so
+		 * either the provider rings again or we see its WQE (a kick
+		 * at RTS runs outside the provider's lock).
+		 */
+		smp_mb();
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		slot = vrdma_ring_slot(r, r->cons);
 		f = vrdma_slot_flags(slot);
