@@ -13,7 +13,10 @@
  * Message fields on the wire (docs/wire-protocol.md): SEND carries its
  * send sequence number (the receive WQE it lands in) in va; WRITE and
  * READ requests carry rkey/va; a READ response carries the msg_id of the
- * request it answers in va.
+ * request it answers in va. Atomics (ATOMIC_REQ/ATOMIC_RESP) work like a
+ * one-packet READ: the request carries rkey/va and its operands as
+ * payload, the response the original value and the request's msg_id in
+ * va. SEND_WITH_INV is a SEND with VT_F_INV and the rkey to invalidate.
  */
 #include <linux/highmem.h>
 #include <linux/moduleparam.h>
@@ -43,7 +46,26 @@ enum vrdma_swqe_state {
 enum vrdma_tmsg_kind {
 	VRDMA_TMSG_SQ = 1,
 	VRDMA_TMSG_READ_RESP,
+	VRDMA_TMSG_ATOMIC_RESP,
 };
+
+/*
+ * Remote atomics execute under one lock for all devices (IB_ATOMIC_HCA,
+ * as rxe): atomic against each other, not against the CPUs.
+ */
+static DEFINE_SPINLOCK(vrdma_atomic_lock);
+
+static bool vrdma_op_is_atomic(u8 op)
+{
+	return op == VRDMA_OP_ATOMIC_CMP_AND_SWP ||
+	       op == VRDMA_OP_ATOMIC_FETCH_AND_ADD;
+}
+
+/* READ and atomics: complete on their response, count in max_rd_atomic */
+static bool vrdma_op_has_resp(u8 op)
+{
+	return op == VRDMA_OP_RDMA_READ || vrdma_op_is_atomic(op);
+}
 
 static struct workqueue_struct *vrdma_dp_wq;
 
@@ -89,11 +111,15 @@ static struct vrdma_mr *vrdma_dp_mr(struct vrdma_qp *qp, u32 key, int access,
 
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return NULL;
-	if ((remote ? mr->ibmr.rkey : mr->ibmr.lkey) != key)
+	if (mr->type == VRDMA_MR_FAST) {
+		/* usable between REG_MR and its invalidation, by its key */
+		if (!smp_load_acquire(&mr->fast_valid) ||
+		    READ_ONCE(mr->fast_key) != key)
+			return NULL;
+	} else if ((remote ? mr->ibmr.rkey : mr->ibmr.lkey) != key) {
 		return NULL;
-	if (access && !(mr->access & access))
-		return NULL;
-	if (mr->type == VRDMA_MR_FAST && !mr->npages)
+	}
+	if (access && !(READ_ONCE(mr->access) & access))
 		return NULL;
 	return mr;
 }
@@ -176,6 +202,117 @@ static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
 	}
 	}
 	return -EFAULT;
+}
+
+/*
+ * Execute an atomic on the 8 aligned bytes at @iova of @mr; @orig gets
+ * the value before. Called with xp->lock held (BHs off).
+ */
+static int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova,
+			   const struct vt_atomic *a, u64 *orig)
+{
+	void *map = NULL;
+	u64 *p = NULL;
+	u64 pos;
+
+	if ((iova & 7) || !vrdma_mr_covers(mr, iova, 8))
+		return -EFAULT;
+	switch (mr->type) {
+	case VRDMA_MR_DMA:
+		p = (u64 *)(uintptr_t)iova;
+		break;
+	case VRDMA_MR_USER: {
+		struct ib_umem *umem = mr->umem;
+		struct sg_page_iter piter;
+
+		pos = iova - mr->ibmr.iova + ib_umem_offset(umem);
+		for_each_sgtable_page(&umem->sgt_append.sgt, &piter,
+				      pos >> PAGE_SHIFT) {
+			map = kmap_local_page(sg_page_iter_page(&piter));
+			p = map + (pos & ~PAGE_MASK);
+			break;
+		}
+		break;
+	}
+	case VRDMA_MR_FAST: {
+		u64 psz = mr->ibmr.page_size, idx;
+
+		pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));
+		idx = div64_u64(pos, psz);
+		if (idx < mr->npages)
+			p = (u64 *)(uintptr_t)(mr->pages[idx] + pos - idx * psz);
+		break;
+	}
+	}
+	/* an MR whose iova and address differ in alignment: refuse */
+	if (!p || ((uintptr_t)p & 7)) {
+		if (map)
+			kunmap_local(map);
+		return -EFAULT;
+	}
+	spin_lock(&vrdma_atomic_lock);
+	*orig = READ_ONCE(*p);
+	if (a->op == VT_ATOMIC_CMP_SWP) {
+		if (*orig == a->compare)
+			WRITE_ONCE(*p, a->swap_add);
+	} else {
+		WRITE_ONCE(*p, *orig + a->swap_add);
+	}
+	spin_unlock(&vrdma_atomic_lock);
+	if (map)
+		kunmap_local(map);
+	return 0;
+}
+
+/*
+ * The fast-registration MR of @key in @qp's PD, for LOCAL_INV and
+ * SEND_WITH_INV; caller holds RCU.
+ */
+static struct vrdma_mr *vrdma_dp_inv_mr(struct vrdma_qp *qp, u32 key)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
+
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
+	    READ_ONCE(mr->fast_key) != key)
+		return NULL;
+	return mr;
+}
+
+/* Invalidate the FRMR of @key: 0, or -EINVAL when there is none. */
+static int vrdma_dp_invalidate(struct vrdma_qp *qp, u32 key)
+{
+	struct vrdma_mr *mr;
+
+	rcu_read_lock();
+	mr = vrdma_dp_inv_mr(qp, key);
+	if (mr)
+		/* pairs with vrdma_dp_mr()'s acquire */
+		smp_store_release(&mr->fast_valid, false);
+	rcu_read_unlock();
+	return mr ? 0 : -EINVAL;
+}
+
+/*
+ * REG_MR of a kernel QP: sqe.raddr is the ib_mr (a kernel pointer, so
+ * never taken from a user QP's ring), rkey its new key, ex the access.
+ */
+static int vrdma_dp_reg_mr(struct vrdma_qp *qp, const struct vrdma_sqe *sqe)
+{
+	struct vrdma_mr *mr;
+
+	if (qp->user || !sqe->raddr)
+		return -EINVAL;
+	mr = to_vmr((struct ib_mr *)(uintptr_t)sqe->raddr);
+	if (mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
+	    (sqe->rkey >> 8) != (mr->ibmr.lkey >> 8) ||
+	    READ_ONCE(mr->fast_valid))
+		return -EINVAL;
+	WRITE_ONCE(mr->access, sqe->ex);
+	WRITE_ONCE(mr->fast_key, sqe->rkey);
+	/* key and access before the MR can be found valid */
+	smp_store_release(&mr->fast_valid, true);
+	return 0;
 }
 
 /*
@@ -275,7 +412,7 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 			cqe.opcode = vrdma_sq_wc_opcode(sw->sqe.opcode);
 			cqe.status = sw->status;
 			cqe.qp_num = qp->ibqp.qp_num;
-			if (sw->sqe.opcode == VRDMA_OP_RDMA_READ)
+			if (vrdma_op_has_resp(sw->sqe.opcode))
 				cqe.byte_len = sw->len;
 			vrdma_cq_push(cq, &cqe, false);
 		}
@@ -363,6 +500,7 @@ static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 		struct vrdma_swqe *sw = &xp->swqe[xp->sq_taken & (r->num - 1)];
 		struct vrdma_tmsg *tm;
 		u32 f = vrdma_slot_flags(slot);
+		u8 err = 0;
 		u64 len;
 
 		if (!(f & VRDMA_WQE_VALID))
@@ -379,49 +517,83 @@ static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 		else
 			len = vrdma_sge_total(sw->sqe.sge, sw->sqe.num_sge);
 
+		/* IB_SEND_FENCE: wait for outstanding READs and atomics */
+		if ((f & VRDMA_WQE_FENCE) && xp->rd_outstanding)
+			return;
+
 		switch (sw->sqe.opcode) {
 		case VRDMA_OP_SEND:
 		case VRDMA_OP_SEND_WITH_IMM:
+		case VRDMA_OP_SEND_WITH_INV:
 		case VRDMA_OP_RDMA_WRITE:
 		case VRDMA_OP_RDMA_WRITE_WITH_IMM:
 			break;
+		case VRDMA_OP_ATOMIC_CMP_AND_SWP:
+		case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
+			/* one 8-byte local buffer for the original value */
+			if (!(f & VRDMA_WQE_INLINE) &&
+			    (sw->sqe.num_sge != 1 || len != 8))
+				err = IB_WC_LOC_LEN_ERR;
+			fallthrough;
 		case VRDMA_OP_RDMA_READ:
 			if (f & VRDMA_WQE_INLINE)
-				len = U64_MAX;
-			if (xp->rd_outstanding >= max_rd)
+				err = IB_WC_LOC_QP_OP_ERR;
+			if (!err && xp->rd_outstanding >= max_rd)
 				return;	/* max_rd_atomic: wait for a response */
 			break;
+		case VRDMA_OP_LOCAL_INV:
+			/*
+			 * Earlier WQEs may still be retransmitted from the MR
+			 * it invalidates: it runs once they are all complete.
+			 */
+			if (xp->sq_taken != r->cons)
+				return;
+			if (vrdma_dp_invalidate(qp, sw->sqe.ex))
+				err = IB_WC_LOC_QP_OP_ERR;
+			len = 0;
+			break;
+		case VRDMA_OP_REG_MR:
+			if (vrdma_dp_reg_mr(qp, &sw->sqe))
+				err = IB_WC_LOC_QP_OP_ERR;
+			len = 0;
+			break;
 		default:
-			/* atomics, LOCAL_INV, REG_MR: not in the data path yet */
-			len = U64_MAX;
+			err = IB_WC_LOC_QP_OP_ERR;
 			break;
 		}
+		if (!err && len > VRDMA_MAX_MSG_SIZE)
+			err = IB_WC_LOC_LEN_ERR;
 
-		sw->len = len > VRDMA_MAX_MSG_SIZE ? 0 : len;
+		sw->len = err ? 0 : len;
 		sw->msg_id = xp->tx_msg_next;
 		xp->sq_taken++;
-		if (len > VRDMA_MAX_MSG_SIZE) {
+		if (err || sw->sqe.opcode == VRDMA_OP_LOCAL_INV ||
+		    sw->sqe.opcode == VRDMA_OP_REG_MR) {
+			/* local operations complete here, in order */
 			sw->state = VRDMA_SW_DONE;
-			sw->status = sw->sqe.opcode <= VRDMA_OP_RDMA_READ ?
-				     IB_WC_LOC_LEN_ERR : IB_WC_LOC_QP_OP_ERR;
+			sw->status = err;
 			vrdma_dp_complete_sq(xp);
-			return;
+			if (err)
+				return;
+			continue;
 		}
 
 		if (vt_tx_enqueue(xp->c, sw->msg_id,
-				  sw->sqe.opcode == VRDMA_OP_RDMA_READ ?
-				  0 : sw->len)) {
+				  sw->sqe.opcode == VRDMA_OP_RDMA_READ ? 0 :
+				  vrdma_op_is_atomic(sw->sqe.opcode) ?
+				  VT_ATOMIC_REQ_LEN : sw->len)) {
 			/* core message queue full: retake this slot later */
 			xp->sq_taken--;
 			return;
 		}
 		if (sw->sqe.opcode == VRDMA_OP_SEND ||
-		    sw->sqe.opcode == VRDMA_OP_SEND_WITH_IMM) {
+		    sw->sqe.opcode == VRDMA_OP_SEND_WITH_IMM ||
+		    sw->sqe.opcode == VRDMA_OP_SEND_WITH_INV) {
 			/* the receive WQE it consumes: in va on the wire */
 			sw->ssn = xp->ssn_next++;
 		} else if (sw->sqe.opcode == VRDMA_OP_RDMA_WRITE_WITH_IMM) {
 			xp->ssn_next++;
-		} else if (sw->sqe.opcode == VRDMA_OP_RDMA_READ) {
+		} else if (vrdma_op_has_resp(sw->sqe.opcode)) {
 			u32 i;
 
 			for (i = 0; i < VRDMA_DP_READS; i++) {
@@ -484,6 +656,9 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 	if (tm->kind == VRDMA_TMSG_READ_RESP) {
 		h.opcode = VT_OP_READ_RESP;
 		h.va = tm->req_msg_id;
+	} else if (tm->kind == VRDMA_TMSG_ATOMIC_RESP) {
+		h.opcode = VT_OP_ATOMIC_RESP;
+		h.va = tm->req_msg_id;
 	} else {
 		sw = &xp->swqe[tm->sq_idx & (qp->sq.num - 1)];
 		switch (sw->sqe.opcode) {
@@ -494,6 +669,18 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 		case VRDMA_OP_SEND:
 			h.opcode = VT_OP_SEND;
 			h.va = sw->ssn;
+			break;
+		case VRDMA_OP_SEND_WITH_INV:
+			h.opcode = VT_OP_SEND;
+			h.flags |= VT_F_INV;
+			h.rkey = sw->sqe.ex;
+			h.va = sw->ssn;
+			break;
+		case VRDMA_OP_ATOMIC_CMP_AND_SWP:
+		case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
+			h.opcode = VT_OP_ATOMIC_REQ;
+			h.rkey = sw->sqe.rkey;
+			h.va = sw->sqe.raddr;
 			break;
 		case VRDMA_OP_RDMA_WRITE_WITH_IMM:
 			h.flags |= VT_F_IMM;
@@ -533,6 +720,20 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 					 d->len, false))
 			st = IB_WC_REM_ACCESS_ERR;
 		rcu_read_unlock();
+	} else if (tm->kind == VRDMA_TMSG_ATOMIC_RESP) {
+		if (vt_atomic_resp_encode(tm->orig, payload, d->len) < 0)
+			st = IB_WC_REM_OP_ERR;
+	} else if (h.opcode == VT_OP_ATOMIC_REQ) {
+		bool cas = sw->sqe.opcode == VRDMA_OP_ATOMIC_CMP_AND_SWP;
+		struct vt_atomic a = {
+			.op = cas ? VT_ATOMIC_CMP_SWP : VT_ATOMIC_FETCH_ADD,
+			.swap_add = cas ? sw->sqe.swap : sw->sqe.compare_add,
+			.compare = cas ? sw->sqe.compare_add : 0,
+		};
+
+		if (d->len != VT_ATOMIC_REQ_LEN ||
+		    vt_atomic_encode(&a, payload, d->len) < 0)
+			st = IB_WC_LOC_QP_OP_ERR;
 	} else if (d->len && (sw->sqe.flags & VRDMA_WQE_INLINE)) {
 		if (d->msg_off + d->len > sw->len)
 			st = IB_WC_LOC_LEN_ERR;
@@ -726,9 +927,10 @@ static void vrdma_dp_release_rqe(struct vrdma_xp *xp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
+/* @cflags: VRDMA_CQE_WITH_IMM (@ex the immediate) or _WITH_INV (the rkey) */
 static void vrdma_dp_recv_cqe(struct vrdma_xp *xp, const struct vrdma_rqe *rqe,
-			      u8 opcode, u8 status, u32 len, bool imm,
-			      u32 imm_data)
+			      u8 opcode, u8 status, u32 len, u32 cflags,
+			      u32 ex)
 {
 	struct vrdma_qp *qp = xp->qp;
 	struct vrdma_cqe cqe = {};
@@ -739,11 +941,31 @@ static void vrdma_dp_recv_cqe(struct vrdma_xp *xp, const struct vrdma_rqe *rqe,
 	cqe.byte_len = len;
 	cqe.qp_num = qp->ibqp.qp_num;
 	cqe.src_qp = xp->dest_qpn;
-	if (imm) {
-		cqe.flags = VRDMA_CQE_WITH_IMM;
-		cqe.ex = imm_data;
+	if (cflags && status == IB_WC_SUCCESS) {
+		cqe.flags = cflags;
+		cqe.ex = ex;
 	}
 	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+}
+
+/*
+ * Our READ or atomic request @msg_id that a response answers: its rd_out
+ * slot, or -1 when there is none of that kind.
+ */
+static int vrdma_dp_rd_slot(struct vrdma_xp *xp, u32 msg_id, bool atomic)
+{
+	u32 i;
+
+	for (i = 0; i < VRDMA_DP_READS; i++) {
+		struct vrdma_rd_out *ro = &xp->rd_out[i];
+		u8 op;
+
+		if (!ro->used || ro->msg_id != msg_id)
+			continue;
+		op = xp->swqe[ro->sq_idx & (xp->qp->sq.num - 1)].sqe.opcode;
+		return vrdma_op_is_atomic(op) == atomic ? i : -1;
+	}
+	return -1;
 }
 
 /*
@@ -751,7 +973,7 @@ static void vrdma_dp_recv_cqe(struct vrdma_xp *xp, const struct vrdma_rqe *rqe,
  * needs. Returns a VT_NACK_* code when the message cannot be taken.
  */
 static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
-			    struct vrdma_rmsg *rm)
+			    struct vrdma_rmsg *rm, const void *payload)
 {
 	struct vrdma_qp *qp = xp->qp;
 	int qp_access = qp->attr.qp_access_flags;
@@ -766,6 +988,16 @@ static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 
 	switch (h->opcode) {
 	case VT_OP_SEND:
+		if (h->flags & VT_F_INV) {
+			/* IBA 9.4.1.4.1: only an FRMR of our PD is invalidated */
+			rcu_read_lock();
+			mr = vrdma_dp_inv_mr(qp, h->rkey);
+			rcu_read_unlock();
+			if (!mr)
+				return VT_NACK_INV_REQ;
+			rm->with_inv = true;
+			rm->rkey = h->rkey;
+		}
 		if (!vrdma_dp_take_rqe(xp, (u32)h->va, &rm->rqe))
 			return VT_NACK_RNR;
 		rm->has_rqe = true;
@@ -779,7 +1011,7 @@ static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 			 */
 			if (qp->ibqp.srq)
 				vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV,
-						  IB_WC_LOC_LEN_ERR, 0, false, 0);
+						  IB_WC_LOC_LEN_ERR, 0, 0, 0);
 			vrdma_dp_fail(xp, IB_WC_LOC_LEN_ERR);
 			return VT_NACK_INV_REQ;
 		}
@@ -804,14 +1036,33 @@ static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 		rm->rkey = h->rkey;
 		rm->va = h->va;
 		break;
-	case VT_OP_READ_RESP: {
-		u32 i;
+	case VT_OP_ATOMIC_REQ:
+		if (!(qp_access & IB_ACCESS_REMOTE_ATOMIC))
+			return VT_NACK_REM_ACCESS;
+		/* rxe: a misaligned address is an invalid request */
+		if (vt_atomic_decode(payload, h->payload_len, &rm->atomic) < 0 ||
+		    (h->va & 7))
+			return VT_NACK_INV_REQ;
+		rcu_read_lock();
+		mr = vrdma_dp_mr(qp, h->rkey, IB_ACCESS_REMOTE_ATOMIC, true);
+		if (!mr || !vrdma_mr_covers(mr, h->va, 8)) {
+			rcu_read_unlock();
+			return VT_NACK_REM_ACCESS;
+		}
+		rcu_read_unlock();
+		/* one max_dest_rd_atomic budget for READs and atomics */
+		if (xp->rd_in >= VRDMA_DP_READS)
+			return VT_NACK_INV_REQ;
+		xp->rd_in++;
+		rm->rkey = h->rkey;
+		rm->va = h->va;
+		break;
+	case VT_OP_READ_RESP:
+	case VT_OP_ATOMIC_RESP: {
+		int i = vrdma_dp_rd_slot(xp, (u32)h->va,
+					 h->opcode == VT_OP_ATOMIC_RESP);
 
-		for (i = 0; i < VRDMA_DP_READS; i++)
-			if (xp->rd_out[i].used &&
-			    xp->rd_out[i].msg_id == (u32)h->va)
-				break;
-		if (i == VRDMA_DP_READS)
+		if (i < 0)
 			return VT_NACK_INV_REQ;
 		rm->va = i;	/* rd_out slot */
 		break;
@@ -856,6 +1107,18 @@ static int vrdma_dp_place(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 				      h->msg_off, payload, h->payload_len,
 				      true);
 	}
+	case VT_OP_ATOMIC_RESP: {
+		struct vrdma_rd_out *ro = &xp->rd_out[rm->va];
+		struct vrdma_swqe *sw = &xp->swqe[ro->sq_idx &
+						  (qp->sq.num - 1)];
+		u64 orig;
+
+		if (vt_atomic_resp_decode(payload, h->payload_len, &orig) < 0)
+			return IB_WC_BAD_RESP_ERR;
+		/* host order, like a local 64-bit load */
+		return vrdma_sge_copy(qp, sw->sqe.sge, sw->sqe.num_sge, 0,
+				      &orig, sizeof(orig), true);
+	}
 	}
 	return 0;
 }
@@ -874,8 +1137,14 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 		 * it free (perftest's latency tests post into one slot).
 		 */
 		vrdma_dp_release_rqe(xp);
+		if (rm->with_inv && !rm->status &&
+		    vrdma_dp_invalidate(qp, rm->rkey))
+			rm->status = IB_WC_REM_INV_REQ_ERR;
 		vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV, rm->status,
-				  rm->len, rm->with_imm, rm->imm);
+				  rm->len,
+				  rm->with_imm ? VRDMA_CQE_WITH_IMM :
+				  rm->with_inv ? VRDMA_CQE_WITH_INV : 0,
+				  rm->with_imm ? rm->imm : rm->rkey);
 		break;
 	case VT_OP_WRITE:
 		if (!rm->with_imm)
@@ -887,7 +1156,8 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 		}
 		vrdma_dp_release_rqe(xp);
 		vrdma_dp_recv_cqe(xp, &rqe, IB_WC_RECV_RDMA_WITH_IMM,
-				  rm->status, rm->len, true, rm->imm);
+				  rm->status, rm->len, VRDMA_CQE_WITH_IMM,
+				  rm->imm);
 		break;
 	case VT_OP_READ_REQ: {
 		struct vrdma_tmsg *q = &xp->rdq[xp->rdq_tail % VRDMA_DP_READS];
@@ -900,7 +1170,36 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 		xp->rdq_tail++;
 		break;
 	}
-	case VT_OP_READ_RESP: {
+	case VT_OP_ATOMIC_REQ: {
+		struct vrdma_tmsg *q = &xp->rdq[xp->rdq_tail % VRDMA_DP_READS];
+		struct vrdma_mr *mr;
+		int rv = -EFAULT;
+		u64 orig = 0;
+
+		/*
+		 * Executed here, once: the message completes once, in order
+		 * (a retransmitted request is a duplicate PSN and never gets
+		 * this far), and its response is a reliable message itself.
+		 */
+		rcu_read_lock();
+		mr = vrdma_dp_mr(qp, rm->rkey, IB_ACCESS_REMOTE_ATOMIC, true);
+		if (mr)
+			rv = vrdma_mr_atomic(mr, rm->va, &rm->atomic, &orig);
+		rcu_read_unlock();
+		if (rv) {
+			/* the MR went away after the request was accepted */
+			vrdma_dp_fail(xp, IB_WC_REM_ACCESS_ERR);
+			break;
+		}
+		q->kind = VRDMA_TMSG_ATOMIC_RESP;
+		q->len = VT_ATOMIC_RESP_LEN;
+		q->orig = orig;
+		q->req_msg_id = rm->msg_id;
+		xp->rdq_tail++;
+		break;
+	}
+	case VT_OP_READ_RESP:
+	case VT_OP_ATOMIC_RESP: {
 		struct vrdma_rd_out *ro = &xp->rd_out[rm->va];
 		struct vrdma_swqe *sw = &xp->swqe[ro->sq_idx &
 						  (qp->sq.num - 1)];
@@ -954,7 +1253,8 @@ static void vrdma_dp_rx_data(struct vrdma_xp *xp, struct sk_buff *skb,
 		if (!rm)
 			nack = VT_NACK_INV_REQ;
 		else if (!rm->valid)
-			nack = vrdma_dp_rx_first(xp, h, rm);
+			nack = vrdma_dp_rx_first(xp, h, rm,
+						 skb->data + VT_DATA_HDR_LEN);
 		else if (rm->op != h->opcode)
 			nack = VT_NACK_INV_REQ;
 		if (!nack && h->opcode == VT_OP_WRITE) {
@@ -1006,11 +1306,15 @@ static void vrdma_dp_rx_ack(struct vrdma_xp *xp, const struct vt_ack *ack,
 			struct vrdma_swqe *sw =
 				&xp->swqe[tm->sq_idx & (qp->sq.num - 1)];
 
-			/* a READ's response may have come before this ACK */
-			if (sw->sqe.opcode != VRDMA_OP_RDMA_READ)
-				sw->state = VRDMA_SW_DONE;
-			else if (sw->state == VRDMA_SW_QUEUED)
-				sw->state = VRDMA_SW_WAIT_RESP;
+			/*
+			 * A READ's or atomic's response may have come before
+			 * this ACK: the WQE is complete then, and its slot may
+			 * hold a newer WQE already.
+			 */
+			if (sw->msg_id == xp->tx_msg_acked &&
+			    sw->state == VRDMA_SW_QUEUED)
+				sw->state = vrdma_op_has_resp(sw->sqe.opcode) ?
+					    VRDMA_SW_WAIT_RESP : VRDMA_SW_DONE;
 		}
 		tm->kind = 0;
 		xp->tx_msg_acked++;

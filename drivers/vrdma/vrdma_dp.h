@@ -40,7 +40,8 @@ struct vrdma_tmsg {
 	u32 rkey;		/* VRDMA_TMSG_READ_RESP: source */
 	u64 va;
 	u32 len;
-	u32 req_msg_id;		/* the READ request it answers */
+	u32 req_msg_id;		/* the READ/atomic request it answers */
+	u64 orig;		/* VRDMA_TMSG_ATOMIC_RESP: original value */
 };
 
 /* A receiver-side message being placed. */
@@ -53,8 +54,10 @@ struct vrdma_rmsg {
 	u32 len;
 	u32 imm;
 	bool with_imm;
-	u32 rkey;		/* READ request */
+	bool with_inv;		/* SEND: invalidate rkey when complete */
+	u32 rkey;		/* READ/atomic request; SEND: rkey to invalidate */
 	u64 va;
+	struct vt_atomic atomic; /* atomic request operands */
 	struct vrdma_rqe rqe;	/* SEND: receive WQE it lands in */
 };
 

@@ -148,6 +148,8 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		return ERR_PTR(-ENOMEM);
 	}
 	mr->max_pages = max_num_sg;
+	/* free until a REG_MR work request registers it */
+	mr->fast_key = mr->ibmr.lkey;
 	return &mr->ibmr;
 }
 
@@ -161,7 +163,10 @@ static int vrdma_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
-/* ib_sg_to_pages() fills iova, length and page list; REG_MR activates. */
+/*
+ * ib_sg_to_pages() fills iova, length and page list; a REG_MR work request
+ * activates the MR (vrdma_dp.c), LOCAL_INV or SEND_WITH_INV frees it.
+ */
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 		    unsigned int *sg_offset)
 {

@@ -144,7 +144,9 @@ struct vrdma_mr {
 	u64 *pages;			/* FAST: page addresses of map_mr_sg */
 	u32 max_pages;
 	u32 npages;
-	int access;
+	int access;			/* FAST: set by REG_MR */
+	u32 fast_key;			/* FAST: the key of the last REG_MR */
+	bool fast_valid;		/* FAST: registered, not invalidated */
 };
 
 struct vrdma_qp {

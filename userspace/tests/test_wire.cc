@@ -163,7 +163,9 @@ TEST(Wire, DataDecodeRejectsBadFields)
 	} cases[] = {
 		{0, 0, VT_ERR_VERSION},  {0, 2, VT_ERR_VERSION},
 		{1, 0, VT_ERR_OPCODE},   {1, 8, VT_ERR_OPCODE},
-		{1, VT_OP_ACK, VT_ERR_OPCODE}, {2, 0x20 | VT_F_SOM, VT_ERR_FIELD},
+		{1, VT_OP_ACK, VT_ERR_OPCODE}, {2, 0x40 | VT_F_SOM, VT_ERR_FIELD},
+		{2, 0x80 | VT_F_SOM, VT_ERR_FIELD},
+		{2, VT_F_INV | VT_F_IMM | VT_F_SOM, VT_ERR_FIELD}, // INV with IMM
 		{14, 1, VT_ERR_FIELD},   {15, 1, VT_ERR_FIELD},
 		{52, 1, VT_ERR_FIELD},   {55, 1, VT_ERR_FIELD},
 		{2, VT_F_SOM, VT_ERR_FIELD},      // imm set without VT_F_IMM
@@ -301,6 +303,116 @@ TEST(Wire, UdSendRejectsReliableFields)
 	h = ud_hdr();
 	h.payload_len = h.msg_len = VT_MAX_PAYLOAD + 1;
 	EXPECT_EQ(vt_data_hdr_encode(&h, x.data(), x.size()), VT_ERR_LEN);
+}
+
+vt_data_hdr atomic_hdr(uint8_t op)
+{
+	vt_data_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.opcode = op;
+	h.flags = VT_F_SOM | VT_F_EOM;
+	h.payload_len = op == VT_OP_ATOMIC_REQ ? VT_ATOMIC_REQ_LEN :
+						 VT_ATOMIC_RESP_LEN;
+	h.msg_len = h.payload_len;
+	h.rkey = 0x1234;
+	h.va = 0x1000;
+	return h;
+}
+
+TEST(Wire, AtomicPacketsAreOneFixedSizePacket)
+{
+	for (uint8_t op : {uint8_t(VT_OP_ATOMIC_REQ), uint8_t(VT_OP_ATOMIC_RESP)}) {
+		vt_data_hdr h = atomic_hdr(op), o;
+		std::vector<uint8_t> b(VT_DATA_HDR_LEN + h.payload_len);
+		ASSERT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_DATA_HDR_LEN);
+		EXPECT_EQ(b[1], op);
+		ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+		EXPECT_EQ(o.opcode, op);
+		EXPECT_EQ(vt_pkt_opcode(b.data(), b.size()), op);
+		// not one packet, wrong sizes, immediate data
+		h = atomic_hdr(op);
+		h.flags = VT_F_SOM;
+		EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_ERR_FIELD);
+		h = atomic_hdr(op);
+		h.msg_len += 8;
+		EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_ERR_FIELD);
+		h = atomic_hdr(op);
+		h.payload_len -= 1;
+		h.msg_len -= 1;
+		EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_ERR_FIELD);
+		h = atomic_hdr(op);
+		h.flags |= VT_F_IMM;
+		h.imm = 1;
+		EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_ERR_FIELD);
+		h = atomic_hdr(op);
+		h.flags |= VT_F_INV;
+		EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_ERR_FIELD);
+		// a decoded buffer one byte short of the payload
+		h = atomic_hdr(op);
+		ASSERT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_DATA_HDR_LEN);
+		EXPECT_EQ(vt_data_hdr_decode(b.data(), b.size() - 1, &o), VT_ERR_LEN);
+	}
+}
+
+TEST(Wire, AtomicPayloadRoundTripAndRejects)
+{
+	vt_atomic a = {VT_ATOMIC_CMP_SWP, 0x1122334455667788ull, 0x99aabbccddeeff00ull}, o;
+	uint8_t b[VT_ATOMIC_REQ_LEN + 1] = {};
+	ASSERT_EQ(vt_atomic_encode(&a, b, sizeof(b)), VT_ATOMIC_REQ_LEN);
+	EXPECT_EQ(b[0], VT_ATOMIC_CMP_SWP);
+	EXPECT_EQ(b[8], 0x11);
+	EXPECT_EQ(b[16], 0x99);
+	ASSERT_EQ(vt_atomic_decode(b, VT_ATOMIC_REQ_LEN, &o), VT_ATOMIC_REQ_LEN);
+	EXPECT_EQ(o.op, a.op);
+	EXPECT_EQ(o.swap_add, a.swap_add);
+	EXPECT_EQ(o.compare, a.compare);
+	EXPECT_EQ(vt_atomic_decode(b, VT_ATOMIC_REQ_LEN - 1, &o), VT_ERR_TRUNC);
+	EXPECT_EQ(vt_atomic_decode(b, VT_ATOMIC_REQ_LEN + 1, &o), VT_ERR_LEN);
+	EXPECT_EQ(vt_atomic_encode(&a, b, VT_ATOMIC_REQ_LEN - 1), VT_ERR_NOSPC);
+	for (size_t i = 1; i < 8; i++) {	// reserved bytes
+		uint8_t c[VT_ATOMIC_REQ_LEN];
+		memcpy(c, b, sizeof(c));
+		c[i] = 1;
+		EXPECT_EQ(vt_atomic_decode(c, sizeof(c), &o), VT_ERR_FIELD) << i;
+	}
+	for (uint8_t op : {0, 3, 255}) {
+		b[0] = op;
+		EXPECT_EQ(vt_atomic_decode(b, VT_ATOMIC_REQ_LEN, &o), VT_ERR_OPCODE);
+	}
+	// FETCH_ADD carries no compare operand
+	a = {VT_ATOMIC_FETCH_ADD, 5, 1};
+	EXPECT_EQ(vt_atomic_encode(&a, b, sizeof(b)), VT_ERR_FIELD);
+	a.compare = 0;
+	ASSERT_EQ(vt_atomic_encode(&a, b, sizeof(b)), VT_ATOMIC_REQ_LEN);
+	b[23] = 1;
+	EXPECT_EQ(vt_atomic_decode(b, VT_ATOMIC_REQ_LEN, &o), VT_ERR_FIELD);
+	EXPECT_EQ(vt_atomic_encode(nullptr, b, sizeof(b)), VT_ERR_INVAL);
+	EXPECT_EQ(vt_atomic_decode(nullptr, VT_ATOMIC_REQ_LEN, &o), VT_ERR_INVAL);
+
+	uint64_t v = 0;
+	ASSERT_EQ(vt_atomic_resp_encode(0x0102030405060708ull, b, 8), VT_ATOMIC_RESP_LEN);
+	EXPECT_EQ(b[0], 1);
+	EXPECT_EQ(b[7], 8);
+	ASSERT_EQ(vt_atomic_resp_decode(b, 8, &v), VT_ATOMIC_RESP_LEN);
+	EXPECT_EQ(v, 0x0102030405060708ull);
+	EXPECT_EQ(vt_atomic_resp_decode(b, 7, &v), VT_ERR_TRUNC);
+	EXPECT_EQ(vt_atomic_resp_decode(b, 9, &v), VT_ERR_LEN);
+	EXPECT_EQ(vt_atomic_resp_encode(1, b, 7), VT_ERR_NOSPC);
+}
+
+TEST(Wire, SendWithInvalidate)
+{
+	vt_data_hdr h = full_hdr(), o;
+	h.flags = VT_F_SOM | VT_F_INV;
+	h.imm = 0;
+	h.rkey = 0xabcdef01;
+	auto b = enc(h);
+	ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+	EXPECT_EQ(o.flags, VT_F_SOM | VT_F_INV);
+	EXPECT_EQ(o.rkey, 0xabcdef01u);
+	h.opcode = VT_OP_WRITE;
+	std::vector<uint8_t> w(VT_DATA_HDR_LEN + h.payload_len);
+	EXPECT_EQ(vt_data_hdr_encode(&h, w.data(), w.size()), VT_ERR_FIELD);
 }
 
 TEST(Wire, EncodeChecksArguments)

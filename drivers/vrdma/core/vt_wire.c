@@ -68,7 +68,7 @@ static int data_check(const struct vt_data_hdr *h)
 
 	if (h->opcode == VT_OP_UD_SEND)
 		return ud_check(h);
-	if (h->opcode < VT_OP_SEND || h->opcode > VT_OP_DATA_LAST)
+	if (!vt_op_is_data(h->opcode))
 		return VT_ERR_OPCODE;
 	if (h->flags & ~VT_F_DATA_MASK)
 		return VT_ERR_FIELD;
@@ -76,6 +76,21 @@ static int data_check(const struct vt_data_hdr *h)
 		return VT_ERR_LEN;
 	if (!(h->flags & VT_F_IMM) && h->imm)
 		return VT_ERR_FIELD;
+	/* invalidate: SEND only, never with immediate data */
+	if ((h->flags & VT_F_INV) &&
+	    (h->opcode != VT_OP_SEND || (h->flags & VT_F_IMM)))
+		return VT_ERR_FIELD;
+	/* atomics: one packet of a fixed size, no immediate */
+	if (h->opcode == VT_OP_ATOMIC_REQ || h->opcode == VT_OP_ATOMIC_RESP) {
+		u32 n = h->opcode == VT_OP_ATOMIC_REQ ? VT_ATOMIC_REQ_LEN :
+			VT_ATOMIC_RESP_LEN;
+
+		if (h->payload_len != n || h->msg_len != n || h->msg_off ||
+		    (h->flags & VT_F_IMM) ||
+		    (h->flags & (VT_F_SOM | VT_F_EOM)) != (VT_F_SOM | VT_F_EOM))
+			return VT_ERR_FIELD;
+		return 0;
+	}
 	/* a READ request carries no payload: msg_len is the read length */
 	if (h->opcode == VT_OP_READ_REQ) {
 		if (h->payload_len || h->msg_off ||
@@ -260,8 +275,74 @@ int vt_pkt_opcode(const void *buf, size_t len)
 		return VT_ERR_TRUNC;
 	if (p[0] != VT_WIRE_VERSION)
 		return VT_ERR_VERSION;
-	if ((p[1] >= VT_OP_SEND && p[1] <= VT_OP_DATA_LAST) ||
-	    p[1] == VT_OP_UD_SEND || p[1] == VT_OP_ACK || p[1] == VT_OP_NACK)
+	if (vt_op_is_data(p[1]) || p[1] == VT_OP_UD_SEND ||
+	    p[1] == VT_OP_ACK || p[1] == VT_OP_NACK)
 		return p[1];
 	return VT_ERR_OPCODE;
+}
+
+int vt_atomic_encode(const struct vt_atomic *a, void *buf, size_t len)
+{
+	u8 *p = buf;
+
+	if (!a || !buf)
+		return VT_ERR_INVAL;
+	if (len < VT_ATOMIC_REQ_LEN)
+		return VT_ERR_NOSPC;
+	if (a->op != VT_ATOMIC_CMP_SWP && a->op != VT_ATOMIC_FETCH_ADD)
+		return VT_ERR_OPCODE;
+	if (a->op == VT_ATOMIC_FETCH_ADD && a->compare)
+		return VT_ERR_FIELD;
+	p[0] = a->op;
+	p[1] = 0;
+	put16(p + 2, 0);
+	put32(p + 4, 0);
+	put64(p + 8, a->swap_add);
+	put64(p + 16, a->compare);
+	return VT_ATOMIC_REQ_LEN;
+}
+
+/* @len must be the exact payload length. */
+int vt_atomic_decode(const void *buf, size_t len, struct vt_atomic *a)
+{
+	const u8 *p = buf;
+
+	if (!buf || !a)
+		return VT_ERR_INVAL;
+	if (len < VT_ATOMIC_REQ_LEN)
+		return VT_ERR_TRUNC;
+	if (len != VT_ATOMIC_REQ_LEN)
+		return VT_ERR_LEN;
+	if (p[1] || get16(p + 2) || get32(p + 4))
+		return VT_ERR_FIELD;
+	a->op = p[0];
+	a->swap_add = get64(p + 8);
+	a->compare = get64(p + 16);
+	if (a->op != VT_ATOMIC_CMP_SWP && a->op != VT_ATOMIC_FETCH_ADD)
+		return VT_ERR_OPCODE;
+	if (a->op == VT_ATOMIC_FETCH_ADD && a->compare)
+		return VT_ERR_FIELD;
+	return VT_ATOMIC_REQ_LEN;
+}
+
+int vt_atomic_resp_encode(u64 orig, void *buf, size_t len)
+{
+	if (!buf)
+		return VT_ERR_INVAL;
+	if (len < VT_ATOMIC_RESP_LEN)
+		return VT_ERR_NOSPC;
+	put64(buf, orig);
+	return VT_ATOMIC_RESP_LEN;
+}
+
+int vt_atomic_resp_decode(const void *buf, size_t len, u64 *orig)
+{
+	if (!buf || !orig)
+		return VT_ERR_INVAL;
+	if (len < VT_ATOMIC_RESP_LEN)
+		return VT_ERR_TRUNC;
+	if (len != VT_ATOMIC_RESP_LEN)
+		return VT_ERR_LEN;
+	*orig = get64(buf);
+	return VT_ATOMIC_RESP_LEN;
 }

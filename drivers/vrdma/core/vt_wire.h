@@ -44,6 +44,8 @@ enum vt_opcode {
 	VT_OP_READ_RESP = 0x04,
 	VT_OP_DATA_LAST = VT_OP_READ_RESP,
 	VT_OP_UD_SEND = 0x05,	/* unreliable datagram: no PSN, no ACK */
+	VT_OP_ATOMIC_REQ = 0x06,
+	VT_OP_ATOMIC_RESP = 0x07,
 	VT_OP_ACK = 0x10,
 	VT_OP_NACK = 0x11,
 };
@@ -54,7 +56,8 @@ enum vt_opcode {
 #define VT_F_ACKREQ	0x04	/* ask for an immediate ACK */
 #define VT_F_RETX	0x08	/* this is a retransmission */
 #define VT_F_IMM	0x10	/* imm field is valid */
-#define VT_F_DATA_MASK	0x1f
+#define VT_F_INV	0x20	/* SEND: rkey is an rkey to invalidate */
+#define VT_F_DATA_MASK	0x3f
 
 /* ACK flags */
 #define VT_AF_DUP	0x01	/* triggering packet was a duplicate */
@@ -107,6 +110,36 @@ struct vt_ack {
 	u64 echo_ts;
 	u64 sack[VT_SACK_WORDS]; /* bit i = PSN cum_psn + i received */
 };
+
+/*
+ * ATOMIC_REQ payload (VT_ATOMIC_REQ_LEN bytes): op, 7 reserved bytes, the
+ * swap (CMP_SWP) or add (FETCH_ADD) operand, the compare operand. The
+ * ATOMIC_RESP payload is the 8-byte original value (VT_ATOMIC_RESP_LEN).
+ */
+#define VT_ATOMIC_REQ_LEN	24
+#define VT_ATOMIC_RESP_LEN	8
+
+enum vt_atomic_op {
+	VT_ATOMIC_CMP_SWP = 1,
+	VT_ATOMIC_FETCH_ADD = 2,
+};
+
+struct vt_atomic {
+	u8 op;			/* enum vt_atomic_op */
+	u64 swap_add;
+	u64 compare;		/* CMP_SWP only, else 0 */
+};
+
+static inline bool vt_op_is_data(u8 op)
+{
+	return (op >= VT_OP_SEND && op <= VT_OP_DATA_LAST) ||
+	       op == VT_OP_ATOMIC_REQ || op == VT_OP_ATOMIC_RESP;
+}
+
+int vt_atomic_encode(const struct vt_atomic *a, void *buf, size_t len);
+int vt_atomic_decode(const void *buf, size_t len, struct vt_atomic *a);
+int vt_atomic_resp_encode(u64 orig, void *buf, size_t len);
+int vt_atomic_resp_decode(const void *buf, size_t len, u64 *orig);
 
 int vt_data_hdr_encode(const struct vt_data_hdr *h, void *buf, size_t len);
 int vt_data_hdr_decode(const void *buf, size_t len, struct vt_data_hdr *h);
