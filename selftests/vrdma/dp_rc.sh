@@ -3,11 +3,12 @@
 #
 # RC traffic between two hosts over vrdma with the standard tools:
 # ibv_rc_pingpong with buffer validation (-c) for several sizes, and
-# perftest's ib_send/ib_write/ib_read bw and ib_send/ib_write lat.
+# perftest's ib_send/ib_write/ib_read/ib_atomic bw and ib_send/ib_write/
+# ib_atomic lat.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
-require_cmd ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_send_lat tc
+require_cmd ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat tc
 require_vrdma
 [ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
 
@@ -34,7 +35,10 @@ for t in "ib_write_bw -s 65536 -n 300 --report_gbits" \
 	 "ib_send_bw -s 65536 -n 300 --report_gbits" \
 	 "ib_write_bw -s 64 -n 2000" \
 	 "ib_send_lat -s 2 -n 300" \
-	 "ib_write_lat -s 2 -n 300"; do
+	 "ib_write_lat -s 2 -n 300" \
+	 "ib_atomic_bw -n 1000" \
+	 "ib_atomic_bw -A CMP_AND_SWAP -n 1000" \
+	 "ib_atomic_lat -n 300"; do
 	# shellcheck disable=SC2086
 	if pt $t; then
 		res=$(grep -E '^ *[0-9]+ +[0-9]+' "$DP_OUT" | tail -n 1 | tr -s ' ')
