@@ -396,7 +396,9 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		sw = &xp->swqe[r->cons & (r->num - 1)];
-		if (r->cons == xp->sq_taken || sw->state != VRDMA_SW_DONE) {
+		/* after a failure, everything behind it is flushed */
+		if (r->cons == xp->sq_taken || sw->state != VRDMA_SW_DONE ||
+		    xp->error) {
 			spin_unlock_irqrestore(&qp->sq_lock, flags);
 			return;
 		}
@@ -430,6 +432,14 @@ static void vrdma_dp_fail_oldest(struct vrdma_xp *xp, u8 status)
 	struct vrdma_qp *qp = xp->qp;
 	u32 i;
 
+	/*
+	 * Only the first failure completes a WQE in error: a later NACK
+	 * (for a WQE behind the failed one) must leave it to the flush.
+	 */
+	if (xp->error) {
+		vrdma_dp_fail(xp, status);
+		return;
+	}
 	for (i = qp->sq.cons; i != xp->sq_taken; i++) {
 		struct vrdma_swqe *sw = &xp->swqe[i & (qp->sq.num - 1)];
 
@@ -1006,12 +1016,18 @@ static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 						 rm->rqe.num_sge)) {
 			/*
 			 * IBA 9.7.5.2.4: the receive WQE completes in error and
-			 * the QP fails. An RQ slot is completed by the flush; an
-			 * SRQ WQE left its ring when taken, so complete it here.
+			 * the QP fails. An SRQ WQE left its ring when taken, and
+			 * the next RQ WQE in order may complete now; an RQ WQE
+			 * behind incomplete messages is completed by the flush.
 			 */
-			if (qp->ibqp.srq)
-				vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV,
-						  IB_WC_LOC_LEN_ERR, 0, 0, 0);
+			if (!qp->ibqp.srq && (u32)h->va != xp->rq_ssn_done) {
+				vrdma_dp_fail(xp, IB_WC_LOC_LEN_ERR);
+				return VT_NACK_INV_REQ;
+			}
+			if (!qp->ibqp.srq)
+				vrdma_dp_release_rqe(xp);
+			vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV,
+					  IB_WC_LOC_LEN_ERR, 0, 0, 0);
 			vrdma_dp_fail(xp, IB_WC_LOC_LEN_ERR);
 			return VT_NACK_INV_REQ;
 		}

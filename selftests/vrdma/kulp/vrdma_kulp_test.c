@@ -6,14 +6,31 @@
  * ib_map_mr_sg, posting, and ib_drain_qp (which relies on the flush of
  * the error state). Results go to the kernel log as "vrdma_kulp: ok|FAIL".
  * Test-only module, loaded by selftests/vrdma/verbs_kernel.sh.
+ *
+ * With pair_a/pair_b (device names) and gid_a/gid_b (their IPv4 GID
+ * indexes) it instead connects an RC QP on each and runs the kernel-only
+ * work requests across them (selftests/vrdma/dp_kernel.sh): REG_MR of a
+ * fast-registration MR, an RDMA WRITE into it, SEND_WITH_INV (the receive
+ * reports IB_WC_WITH_INVALIDATE and the MR is dead), REG_MR again,
+ * LOCAL_INV, and a READ followed by a fenced WRITE.
  */
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 static int failures;
 static int flushed;
+
+static char *pair_a, *pair_b;
+static int gid_a = -1, gid_b = -1;
+module_param(pair_a, charp, 0444);
+module_param(pair_b, charp, 0444);
+module_param(gid_a, int, 0444);
+module_param(gid_b, int, 0444);
+static struct ib_device *pdev_a, *pdev_b;
 
 static void vrdma_kulp_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -117,10 +134,291 @@ out_pd:
 	ib_dealloc_pd(pd);
 }
 
+
+/* ---- two devices: the kernel-only work requests ---------------------- */
+
+struct kside {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	union ib_gid gid;
+	int gid_index;
+	u8 *buf;
+};
+
+/* One completion of @cq within 10 s. */
+static bool kpoll(struct ib_cq *cq, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + 10 * HZ;
+
+	while (time_before(jiffies, end)) {
+		if (ib_poll_cq(cq, 1, wc) == 1)
+			return true;
+		usleep_range(200, 1000);
+	}
+	pr_info("vrdma_kulp: no completion\n");
+	return false;
+}
+
+static bool kwc(struct ib_cq *cq, enum ib_wc_status st, enum ib_wc_opcode op)
+{
+	struct ib_wc wc;
+
+	if (!kpoll(cq, &wc))
+		return false;
+	if (wc.status != st || (st == IB_WC_SUCCESS && wc.opcode != op)) {
+		pr_info("vrdma_kulp: completion status %d opcode %d\n",
+			wc.status, wc.opcode);
+		return false;
+	}
+	return true;
+}
+
+static int kside_init(struct kside *k, struct ib_device *dev, int gid)
+{
+	struct ib_qp_init_attr ia = {};
+
+	k->dev = dev;
+	k->gid_index = gid;
+	if (rdma_query_gid(dev, 1, gid, &k->gid))
+		return -EINVAL;
+	k->buf = kzalloc(4 * PAGE_SIZE, GFP_KERNEL);
+	if (!k->buf)
+		return -ENOMEM;
+	k->pd = ib_alloc_pd(dev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	if (IS_ERR(k->pd))
+		return PTR_ERR(k->pd);
+	k->cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(k->cq))
+		return PTR_ERR(k->cq);
+	ia.send_cq = k->cq;
+	ia.recv_cq = k->cq;
+	ia.qp_type = IB_QPT_RC;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = 2;
+	ia.cap.max_recv_sge = 2;
+	k->qp = ib_create_qp(k->pd, &ia);
+	return PTR_ERR_OR_ZERO(k->qp);
+}
+
+static int kside_connect(struct kside *k, struct kside *peer)
+{
+	struct ib_qp_attr a = {};
+	int rv;
+
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+	rv = ib_modify_qp(k->qp, &a, IB_QP_STATE | IB_QP_PORT |
+			  IB_QP_PKEY_INDEX | IB_QP_ACCESS_FLAGS);
+	if (rv)
+		return rv;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &peer->gid, 0, k->gid_index, 64, 0);
+	rv = ib_modify_qp(k->qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			  IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			  IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (rv)
+		return rv;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 100;
+	a.max_rd_atomic = 4;
+	return ib_modify_qp(k->qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void kside_free(struct kside *k)
+{
+	if (!IS_ERR_OR_NULL(k->qp))
+		ib_destroy_qp(k->qp);
+	if (!IS_ERR_OR_NULL(k->cq))
+		ib_free_cq(k->cq);
+	if (!IS_ERR_OR_NULL(k->pd))
+		ib_dealloc_pd(k->pd);
+	kfree(k->buf);
+}
+
+/* REG_MR on B's QP: @mr covers B's buffer with a fresh key. */
+static bool kreg(struct kside *b, struct ib_mr *mr, int access)
+{
+	const struct ib_send_wr *bad;
+	struct ib_reg_wr reg = {};
+
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.send_flags = IB_SEND_SIGNALED;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = access;
+	return !ib_post_send(b->qp, &reg.wr, &bad) &&
+	       kwc(b->cq, IB_WC_SUCCESS, IB_WC_REG_MR);
+}
+
+/* A posts an RDMA WRITE of @len bytes (pattern @seed) to @va/@rkey on B. */
+static void kwrite(struct kside *a, u64 va, u32 rkey, u32 len, u8 seed,
+		   int flags)
+{
+	struct ib_rdma_wr w = {};
+	const struct ib_send_wr *bad;
+	struct ib_sge sge;
+
+	memset(a->buf, seed, len);
+	sge.addr = (u64)(uintptr_t)a->buf;
+	sge.length = len;
+	sge.lkey = a->pd->local_dma_lkey;
+	w.wr.opcode = IB_WR_RDMA_WRITE;
+	w.wr.send_flags = IB_SEND_SIGNALED | flags;
+	w.wr.sg_list = &sge;
+	w.wr.num_sge = 1;
+	w.remote_addr = va;
+	w.rkey = rkey;
+	if (ib_post_send(a->qp, &w.wr, &bad))
+		pr_info("vrdma_kulp: post WRITE failed\n");
+}
+
+static bool kfilled(const u8 *p, u32 len, u8 seed)
+{
+	return !memchr_inv(p, seed, len);
+}
+
+static void vrdma_kulp_pair(struct ib_device *da, struct ib_device *db)
+{
+	struct kside a = {}, b = {};
+	const int acc = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	const struct ib_send_wr *bad;
+	const struct ib_recv_wr *rbad;
+	struct ib_send_wr s = {};
+	struct ib_recv_wr r = {};
+	struct scatterlist sg;
+	struct ib_sge sge;
+	struct ib_mr *mr;
+	struct ib_wc wc;
+	u32 old;
+	bool ok;
+
+	CHECK(!kside_init(&a, da, gid_a) && !kside_init(&b, db, gid_b),
+	      "pair: PD, CQ, RC QP on both devices");
+	if (IS_ERR_OR_NULL(a.qp) || IS_ERR_OR_NULL(b.qp))
+		goto out;
+	CHECK(!kside_connect(&a, &b) && !kside_connect(&b, &a),
+	      "pair: QPs connected (RTS)");
+
+	mr = ib_alloc_mr(b.pd, IB_MR_TYPE_MEM_REG, 4);
+	CHECK(!IS_ERR(mr), "pair: ib_alloc_mr on B");
+	if (IS_ERR(mr))
+		goto out;
+	sg_init_one(&sg, b.buf, 2 * PAGE_SIZE);
+	CHECK(ib_dma_map_sg(db, &sg, 1, DMA_BIDIRECTIONAL) == 1 &&
+	      ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) == 1,
+	      "pair: ib_map_mr_sg of B's buffer");
+
+	CHECK(kreg(&b, mr, acc), "pair: REG_MR completes with IB_WC_REG_MR");
+	kwrite(&a, mr->iova + 100, mr->rkey, 5000, 0x22, 0);
+	CHECK(kwc(a.cq, IB_WC_SUCCESS, IB_WC_RDMA_WRITE) &&
+	      kfilled(b.buf + 100, 5000, 0x22),
+	      "pair: WRITE of 5000 bytes through the FRMR (2 pages) lands");
+
+	/* SEND_WITH_INV: the receive reports the invalidated rkey */
+	sge.addr = (u64)(uintptr_t)(b.buf + 3 * PAGE_SIZE);
+	sge.length = 256;
+	sge.lkey = b.pd->local_dma_lkey;
+	r.sg_list = &sge;
+	r.num_sge = 1;
+	r.wr_id = 7;
+	CHECK(!ib_post_recv(b.qp, &r, &rbad), "pair: post_recv on B");
+	s.opcode = IB_WR_SEND_WITH_INV;
+	s.send_flags = IB_SEND_SIGNALED;
+	s.ex.invalidate_rkey = mr->rkey;
+	CHECK(!ib_post_send(a.qp, &s, &bad) &&
+	      kwc(a.cq, IB_WC_SUCCESS, IB_WC_SEND),
+	      "pair: SEND_WITH_INV completes with IB_WC_SEND");
+	ok = kpoll(b.cq, &wc);
+	CHECK(ok && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_RECV &&
+	      (wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+	      wc.ex.invalidate_rkey == mr->rkey,
+	      "pair: receive has IB_WC_WITH_INVALIDATE and the rkey");
+
+	/* registered again; then LOCAL_INV on B, and the old key is dead */
+	CHECK(kreg(&b, mr, acc), "pair: REG_MR again after the invalidation");
+	kwrite(&a, mr->iova, mr->rkey, 64, 0x33, 0);
+	CHECK(kwc(a.cq, IB_WC_SUCCESS, IB_WC_RDMA_WRITE) &&
+	      kfilled(b.buf, 64, 0x33), "pair: WRITE with the new key lands");
+	memset(&s, 0, sizeof(s));
+	s.opcode = IB_WR_LOCAL_INV;
+	s.send_flags = IB_SEND_SIGNALED;
+	s.ex.invalidate_rkey = mr->rkey;
+	CHECK(!ib_post_send(b.qp, &s, &bad) &&
+	      kwc(b.cq, IB_WC_SUCCESS, IB_WC_LOCAL_INV),
+	      "pair: LOCAL_INV completes with IB_WC_LOCAL_INV");
+
+	/* a READ, then a fenced WRITE: both complete, in order */
+	{
+		struct ib_rdma_wr rd = {};
+
+		memset(b.buf + 2 * PAGE_SIZE, 0x44, 512);
+		sge.addr = (u64)(uintptr_t)(a.buf + PAGE_SIZE);
+		sge.length = 512;
+		sge.lkey = a.pd->local_dma_lkey;
+		rd.wr.opcode = IB_WR_RDMA_READ;
+		rd.wr.send_flags = IB_SEND_SIGNALED;
+		rd.wr.sg_list = &sge;
+		rd.wr.num_sge = 1;
+		rd.wr.wr_id = 1;
+		rd.remote_addr = (u64)(uintptr_t)(b.buf + 2 * PAGE_SIZE);
+		rd.rkey = b.pd->unsafe_global_rkey;
+		CHECK(!ib_post_send(a.qp, &rd.wr, &bad), "pair: post READ");
+		kwrite(&a, (u64)(uintptr_t)(b.buf + 2 * PAGE_SIZE + 1024),
+		       b.pd->unsafe_global_rkey, 64, 0x55, IB_SEND_FENCE);
+		ok = kpoll(a.cq, &wc) && wc.status == IB_WC_SUCCESS &&
+		     wc.opcode == IB_WC_RDMA_READ;
+		CHECK(ok && kfilled(a.buf + PAGE_SIZE, 512, 0x44),
+		      "pair: READ completes first with its data");
+		CHECK(kwc(a.cq, IB_WC_SUCCESS, IB_WC_RDMA_WRITE) &&
+		      kfilled(b.buf + 2 * PAGE_SIZE + 1024, 64, 0x55),
+		      "pair: the fenced WRITE after it completes");
+	}
+
+	/* the invalidated key: REM_ACCESS_ERR (A's QP fails; last check) */
+	old = mr->rkey;
+	kwrite(&a, mr->iova, old, 64, 0x66, 0);
+	CHECK(kwc(a.cq, IB_WC_REM_ACCESS_ERR, 0) && !kfilled(b.buf, 64, 0x66),
+	      "pair: WRITE with the LOCAL_INV'd key: REM_ACCESS_ERR, no data");
+
+	ib_dma_unmap_sg(db, &sg, 1, DMA_BIDIRECTIONAL);
+	ib_dereg_mr(mr);
+out:
+	kside_free(&a);
+	kside_free(&b);
+}
+
 static int vrdma_kulp_add(struct ib_device *dev)
 {
 	if (strncmp(dev_name(&dev->dev), "vrdma", 5))
 		return -EOPNOTSUPP;
+	if (pair_a && pair_b) {
+		/* the pair runs from module init, once both are known */
+		if (!strcmp(dev_name(&dev->dev), pair_a))
+			pdev_a = dev;
+		else if (!strcmp(dev_name(&dev->dev), pair_b))
+			pdev_b = dev;
+		return 0;
+	}
 	vrdma_kulp_run(dev);
 	pr_info("vrdma_kulp: %s %s (%d failures)\n", dev_name(&dev->dev),
 		failures ? "FAILED" : "PASSED", failures);
@@ -129,6 +427,10 @@ static int vrdma_kulp_add(struct ib_device *dev)
 
 static void vrdma_kulp_remove(struct ib_device *dev, void *data)
 {
+	if (dev == pdev_a)
+		pdev_a = NULL;
+	if (dev == pdev_b)
+		pdev_b = NULL;
 }
 
 static struct ib_client vrdma_kulp_client = {
@@ -139,7 +441,17 @@ static struct ib_client vrdma_kulp_client = {
 
 static int __init vrdma_kulp_init(void)
 {
-	return ib_register_client(&vrdma_kulp_client);
+	int rv = ib_register_client(&vrdma_kulp_client);
+
+	if (rv || !pair_a || !pair_b)
+		return rv;
+	if (pdev_a && pdev_b && gid_a >= 0 && gid_b >= 0)
+		vrdma_kulp_pair(pdev_a, pdev_b);
+	else
+		CHECK(false, "pair: both devices and GID indexes given");
+	pr_info("vrdma_kulp: pair %s %s %s (%d failures)\n", pair_a, pair_b,
+		failures ? "FAILED" : "PASSED", failures);
+	return 0;
 }
 
 static void __exit vrdma_kulp_exit(void)

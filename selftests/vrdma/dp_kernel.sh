@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Kernel-only RC work requests between two hosts: the test ULP
+# (selftests/vrdma/kulp, built by scripts/build-kulp) loaded with
+# pair_a/pair_b connects a kernel RC QP on vrdma1 and vrdma2 and runs
+# REG_MR, a WRITE through the FRMR, SEND_WITH_INV, LOCAL_INV and a fenced
+# WRITE after a READ; each check is reported in the kernel log.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dp_lib.inc"
+. "$(dirname "$0")/verbs_lib.inc"
+require_root
+require_cmd rdma ip insmod
+require_vrdma
+KO=$VRDMA_REPO/build/kulp/vrdma_kulp_test.ko
+[ -f "$KO" ] || skip_all "$KO not built (scripts/build-kulp)"
+
+dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
+dmesg -C
+run insmod "$KO" pair_a=vrdma1 pair_b=vrdma2 gid_a="$G1" gid_b="$G2" ||
+	{ ktap_fail "insmod vrdma_kulp_test (pair)"; ktap_finished; }
+dmesg | grep "vrdma_kulp:" > /tmp/kulp.$$
+while IFS= read -r line; do
+	case "$line" in
+	*"vrdma_kulp: ok - "*) ktap_ok "kernel: ${line#*ok - }" ;;
+	*"vrdma_kulp: FAIL - "*) ktap_fail "kernel: ${line#*FAIL - }" ;;
+	*) diag "${line#*] }" ;;
+	esac
+done < /tmp/kulp.$$
+grep -q "pair vrdma1 vrdma2 PASSED" /tmp/kulp.$$ && ktap_ok "kernel pair checks passed" ||
+	ktap_fail "kernel pair checks passed"
+rm -f /tmp/kulp.$$
+run rmmod vrdma_kulp_test && ktap_ok "rmmod vrdma_kulp_test" || ktap_fail "rmmod vrdma_kulp_test"
+ktap_finished
