@@ -407,6 +407,9 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 		sw->state = VRDMA_SW_FREE;
+		/* failed before its CQE is visible: query_qp then says ERR */
+		if (sw->status != IB_WC_SUCCESS)
+			vrdma_dp_fail(xp, sw->status);
 		report = sw->status != IB_WC_SUCCESS ||
 			 (sw->sqe.flags & VRDMA_WQE_SIGNALED);
 		if (report) {
@@ -418,11 +421,8 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 				cqe.byte_len = sw->len;
 			vrdma_cq_push(cq, &cqe, false);
 		}
-		if (sw->status != IB_WC_SUCCESS) {
-			/* the rest is flushed when the QP enters ERR */
-			vrdma_dp_fail(xp, sw->status);
-			return;
-		}
+		if (sw->status != IB_WC_SUCCESS)
+			return;	/* the rest is flushed when the QP enters ERR */
 	}
 }
 
@@ -619,6 +619,23 @@ static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 		tm = &xp->tmsg[sw->msg_id % VRDMA_DP_MSGS];
 		tm->kind = VRDMA_TMSG_SQ;
 		tm->sq_idx = xp->sq_taken - 1;
+		tm->req_op = 0;
+		if (vrdma_op_has_resp(sw->sqe.opcode)) {
+			bool cas = sw->sqe.opcode == VRDMA_OP_ATOMIC_CMP_AND_SWP;
+
+			tm->rkey = sw->sqe.rkey;
+			tm->va = sw->sqe.raddr;
+			tm->len = sw->len;
+			tm->req_op = VT_OP_READ_REQ;
+			if (vrdma_op_is_atomic(sw->sqe.opcode)) {
+				tm->req_op = VT_OP_ATOMIC_REQ;
+				tm->atomic.op = cas ? VT_ATOMIC_CMP_SWP :
+						VT_ATOMIC_FETCH_ADD;
+				tm->atomic.swap_add = cas ? sw->sqe.swap :
+							    sw->sqe.compare_add;
+				tm->atomic.compare = cas ? sw->sqe.compare_add : 0;
+			}
+		}
 		sw->state = VRDMA_SW_QUEUED;
 		xp->tx_msg_next++;
 	}
@@ -669,6 +686,13 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 	} else if (tm->kind == VRDMA_TMSG_ATOMIC_RESP) {
 		h.opcode = VT_OP_ATOMIC_RESP;
 		h.va = tm->req_msg_id;
+	} else if (tm->req_op) {
+		/* READ/atomic request: from its copy, never from the slot */
+		h.opcode = tm->req_op;
+		h.rkey = tm->rkey;
+		h.va = tm->va;
+		if (h.opcode == VT_OP_READ_REQ)
+			h.msg_len = tm->len;
 	} else {
 		sw = &xp->swqe[tm->sq_idx & (qp->sq.num - 1)];
 		switch (sw->sqe.opcode) {
@@ -686,12 +710,6 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 			h.rkey = sw->sqe.ex;
 			h.va = sw->ssn;
 			break;
-		case VRDMA_OP_ATOMIC_CMP_AND_SWP:
-		case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
-			h.opcode = VT_OP_ATOMIC_REQ;
-			h.rkey = sw->sqe.rkey;
-			h.va = sw->sqe.raddr;
-			break;
 		case VRDMA_OP_RDMA_WRITE_WITH_IMM:
 			h.flags |= VT_F_IMM;
 			h.imm = sw->sqe.ex;
@@ -700,12 +718,6 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 			h.opcode = VT_OP_WRITE;
 			h.rkey = sw->sqe.rkey;
 			h.va = sw->sqe.raddr;
-			break;
-		case VRDMA_OP_RDMA_READ:
-			h.opcode = VT_OP_READ_REQ;
-			h.rkey = sw->sqe.rkey;
-			h.va = sw->sqe.raddr;
-			h.msg_len = sw->len;
 			break;
 		}
 	}
@@ -734,16 +746,11 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 		if (vt_atomic_resp_encode(tm->orig, payload, d->len) < 0)
 			st = IB_WC_REM_OP_ERR;
 	} else if (h.opcode == VT_OP_ATOMIC_REQ) {
-		bool cas = sw->sqe.opcode == VRDMA_OP_ATOMIC_CMP_AND_SWP;
-		struct vt_atomic a = {
-			.op = cas ? VT_ATOMIC_CMP_SWP : VT_ATOMIC_FETCH_ADD,
-			.swap_add = cas ? sw->sqe.swap : sw->sqe.compare_add,
-			.compare = cas ? sw->sqe.compare_add : 0,
-		};
-
 		if (d->len != VT_ATOMIC_REQ_LEN ||
-		    vt_atomic_encode(&a, payload, d->len) < 0)
+		    vt_atomic_encode(&tm->atomic, payload, d->len) < 0)
 			st = IB_WC_LOC_QP_OP_ERR;
+	} else if (h.opcode == VT_OP_READ_REQ) {
+		/* no payload */
 	} else if (d->len && (sw->sqe.flags & VRDMA_WQE_INLINE)) {
 		if (d->msg_off + d->len > sw->len)
 			st = IB_WC_LOC_LEN_ERR;
@@ -908,8 +915,25 @@ static bool vrdma_dp_take_rqe(struct vrdma_xp *xp, u32 ssn,
 	void *slot;
 	bool ok = false;
 
-	if (qp->ibqp.srq)
-		return vrdma_srq_take(to_vsrq(qp->ibqp.srq), out);
+	if (qp->ibqp.srq) {
+		/*
+		 * Messages may arrive out of order, but take SRQ WQEs in
+		 * message (ssn) order, as an in-order fabric would: the ones
+		 * before @ssn are kept for their messages.
+		 */
+		if (ssn - xp->rq_ssn_done >= VRDMA_DP_MSGS)
+			return false;
+		while (xp->srq_taken - xp->rq_ssn_done <=
+		       ssn - xp->rq_ssn_done) {
+			if (!vrdma_srq_take(to_vsrq(qp->ibqp.srq),
+					    &xp->srq_rqe[xp->srq_taken %
+							 VRDMA_DP_MSGS]))
+				return false;
+			xp->srq_taken++;
+		}
+		*out = xp->srq_rqe[ssn % VRDMA_DP_MSGS];
+		return true;
+	}
 	if (ssn - xp->rq_ssn_done >= r->num)
 		return false;
 	spin_lock_irqsave(&qp->rq_lock, flags);
@@ -1016,19 +1040,16 @@ static u8 vrdma_dp_rx_first(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 						 rm->rqe.num_sge)) {
 			/*
 			 * IBA 9.7.5.2.4: the receive WQE completes in error and
-			 * the QP fails. An SRQ WQE left its ring when taken, and
-			 * the next RQ WQE in order may complete now; an RQ WQE
-			 * behind incomplete messages is completed by the flush.
+			 * the QP fails. When it is the next one in order it
+			 * completes here; one behind incomplete messages is
+			 * flushed (RQ ring, or the SRQ WQEs taken ahead).
 			 */
-			if (!qp->ibqp.srq && (u32)h->va != xp->rq_ssn_done) {
-				vrdma_dp_fail(xp, IB_WC_LOC_LEN_ERR);
-				return VT_NACK_INV_REQ;
-			}
-			if (!qp->ibqp.srq)
-				vrdma_dp_release_rqe(xp);
-			vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV,
-					  IB_WC_LOC_LEN_ERR, 0, 0, 0);
 			vrdma_dp_fail(xp, IB_WC_LOC_LEN_ERR);
+			if ((u32)h->va == xp->rq_ssn_done) {
+				vrdma_dp_release_rqe(xp);
+				vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV,
+						  IB_WC_LOC_LEN_ERR, 0, 0, 0);
+			}
 			return VT_NACK_INV_REQ;
 		}
 		break;
@@ -1506,6 +1527,17 @@ int vrdma_dp_start(struct vrdma_qp *qp)
 }
 
 /*
+ * The data path failed the QP and its move to ERR is under way: what
+ * query_qp reports from the error completion on. Caller holds state_lock.
+ */
+bool vrdma_dp_failed(struct vrdma_qp *qp)
+{
+	struct vrdma_xp *xp = qp_xp(qp);
+
+	return xp && READ_ONCE(xp->error);
+}
+
+/*
  * Stop producing completions (the QP enters ERR or RESET): the caller
  * flushes what is left. Never waits for the work.
  */
@@ -1517,6 +1549,17 @@ void vrdma_dp_quiesce(struct vrdma_qp *qp)
 		return;
 	spin_lock_bh(&xp->lock);
 	xp->dead = true;
+	/* SRQ WQEs taken for messages that will never complete: flushed */
+	while (qp->ibqp.srq && (s32)(xp->srq_taken - xp->rq_ssn_done) > 0) {
+		struct vrdma_cqe cqe = {};
+
+		cqe.wr_id = xp->srq_rqe[xp->rq_ssn_done % VRDMA_DP_MSGS].wr_id;
+		cqe.opcode = IB_WC_RECV;
+		cqe.status = IB_WC_WR_FLUSH_ERR;
+		cqe.qp_num = qp->ibqp.qp_num;
+		vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+		xp->rq_ssn_done++;
+	}
 	spin_unlock_bh(&xp->lock);
 	hrtimer_try_to_cancel(&xp->timer);
 }

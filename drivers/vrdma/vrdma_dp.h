@@ -42,6 +42,14 @@ struct vrdma_tmsg {
 	u32 len;
 	u32 req_msg_id;		/* the READ/atomic request it answers */
 	u64 orig;		/* VRDMA_TMSG_ATOMIC_RESP: original value */
+	/*
+	 * VRDMA_TMSG_SQ READ/atomic request (else 0): its wire opcode, with
+	 * rkey/va/len and the operands, since the WQE may complete (on its
+	 * response) and its slot be reused before the request is acknowledged
+	 * and can no longer be retransmitted.
+	 */
+	u8 req_op;
+	struct vt_atomic atomic;
 };
 
 /* A receiver-side message being placed. */
@@ -98,6 +106,9 @@ struct vrdma_xp {
 	/* receiver */
 	u32 rx_msg_next;		/* next message to complete in order */
 	u32 rq_ssn_done;		/* receive WQEs completed */
+	/* SRQ: WQEs taken in ssn order, [rq_ssn_done, srq_taken) */
+	u32 srq_taken;
+	struct vrdma_rqe srq_rqe[VRDMA_DP_MSGS];
 	struct vrdma_rmsg rmsg[VRDMA_DP_MSGS];
 };
 
@@ -106,6 +117,7 @@ void vrdma_dp_exit(void);
 int vrdma_dp_connect(struct vrdma_qp *qp);
 int vrdma_dp_start(struct vrdma_qp *qp);
 void vrdma_dp_quiesce(struct vrdma_qp *qp);
+bool vrdma_dp_failed(struct vrdma_qp *qp);
 void vrdma_dp_destroy(struct vrdma_qp *qp);
 void vrdma_dp_kick(struct vrdma_qp *qp);
 void vrdma_dp_rx(struct vrdma_dev *vdev, struct sk_buff *skb,

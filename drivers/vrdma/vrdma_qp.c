@@ -437,7 +437,11 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	mutex_lock(&qp->state_lock);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
-	attr->cur_qp_state = qp->state;
+	/* an error completion may be visible before the work moved the QP */
+	if ((qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+	    vrdma_dp_failed(qp))
+		attr->qp_state = IB_QPS_ERR;
+	attr->cur_qp_state = attr->qp_state;
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->cap = qp->cap;
 	if (!attr->port_num)

@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# The data cases of vrdma_dp_test (see dp_semantics.sh) under netem on both
+# ends of the wire: loss 1% and 5%, jitter, 25% reordering, duplication,
+# corruption; every byte is verified. ibv_srq_pingpong -c under loss 5% and
+# reordering. Every check of the program is a test point here.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dp_lib.inc"
+. "$(dirname "$0")/verbs_lib.inc"
+require_root
+require_cmd tc ibv_srq_pingpong
+require_vrdma
+[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+DPT=${DP_TEST:-$VRDMA_REPO/build/userspace/tools/vrdma_dp_test}
+[ -x "$DPT" ] || skip_all "$DPT not built (make userspace)"
+
+dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
+
+for cond in "loss 1%" "loss 5%" "delay 1ms 1ms" "delay 1ms reorder 25% 50%" \
+	    "duplicate 5%" "corrupt 2%"; do
+	dp_netem "$cond"
+	dpt "netem $cond" 150 --no-errors --big 1
+	case "$cond" in
+	"loss 5%"|"delay 1ms reorder"*) srq_pp "netem $cond" 4096 ;;
+	esac
+done
+dp_netem ""
+ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
+ktap_finished
