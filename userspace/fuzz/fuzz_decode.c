@@ -86,6 +86,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (h.opcode != VT_OP_UD_SEND)
 			feed_receiver(&h, data);
 	}
+	if (size >= VT_ATOMIC_REQ_LEN) {
+		struct vt_atomic at;
+		uint8_t atout[VT_ATOMIC_REQ_LEN];
+
+		/* the atomic payload is canonical too */
+		if (vt_atomic_decode(data, VT_ATOMIC_REQ_LEN, &at) > 0) {
+			check(vt_atomic_encode(&at, atout, sizeof(atout)) ==
+			      VT_ATOMIC_REQ_LEN);
+			check(!memcmp(atout, data, VT_ATOMIC_REQ_LEN));
+		}
+	}
 	rc = vt_ack_decode(data, size, &a);
 	if (rc > 0) {
 		uint8_t aout[VT_ACK_LEN];
