@@ -19,7 +19,7 @@ DPT=${DP_TEST:-$VRDMA_REPO/build/userspace/tools/vrdma_dp_test}
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 
 # shellcheck disable=SC2086
-dpt "clean" 200 ${DP_SEMANTICS_ARGS:-}
+dpt "clean" "${DP_SEMANTICS_SECS:-200}" ${DP_SEMANTICS_ARGS:-}
 srq_pp "clean" 64
 srq_pp "clean" 16384
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
