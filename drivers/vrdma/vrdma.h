@@ -15,6 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
+#include "vt_core.h"	/* VT_STAT_MAX: the transport's counters */
 
 #define VRDMA_NODE_DESC "vrdma elastic RDMA"
 #define VRDMA_VENDOR_ID 0xffffff	/* no OUI: software device */
@@ -29,7 +30,10 @@
  */
 #define VRDMA_ENCAP_OVERHEAD (40 + 8 + 64)
 
-/* Device counters, exported through "rdma statistic show". */
+/*
+ * Device-level counters, exported through "rdma statistic show" next to
+ * the transport's per-connection counters (vrdma_stats.c).
+ */
 enum vrdma_counter {
 	VRDMA_CNT_RX_PKTS,
 	VRDMA_CNT_RX_BYTES,
@@ -55,6 +59,14 @@ struct vrdma_dev {
 	void *priv;			/* verbs-level state (vrdma_verbs.c) */
 	bool verbs_ready;		/* vrdma_verbs_dev_init() succeeded */
 	atomic64_t counters[VRDMA_CNT_MAX];
+	/*
+	 * Transport counters are kept per connection by the core; a read
+	 * sums the live connections (conns) and conn_retired, where each
+	 * connection's counters go when it is destroyed.
+	 */
+	spinlock_t conn_lock;		/* conns, conn_retired */
+	struct list_head conns;		/* vrdma_xp.stats_node */
+	u64 conn_retired[VT_STAT_MAX];
 };
 
 static inline void vrdma_count(struct vrdma_dev *vdev, enum vrdma_counter c,
@@ -90,7 +102,14 @@ void vrdma_net_route_destroy(struct vrdma_route *r);
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb);
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
+
+/* vrdma_stats.c */
 extern const struct ib_device_ops vrdma_stats_ops;
+void vrdma_stats_init(void);
+void vrdma_stats_dev_init(struct vrdma_dev *vdev);
+
+/* vrdma_restrack.c */
+extern const struct ib_device_ops vrdma_restrack_ops;
 
 static inline struct vrdma_dev *to_vrdma_dev(struct ib_device *ibdev)
 {

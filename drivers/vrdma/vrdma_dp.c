@@ -1492,6 +1492,7 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	hrtimer_init(&xp->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	xp->timer.function = vrdma_dp_timer;
 	INIT_WORK(&xp->work, vrdma_dp_work);
+	vrdma_stats_conn_add(qp->vdev, xp);
 	/* published last: the receive path may see it at once */
 	smp_store_release(&qp->xp, xp);
 	return 0;
@@ -1578,6 +1579,7 @@ void vrdma_dp_destroy(struct vrdma_qp *qp)
 	cancel_work_sync(&xp->work);
 	hrtimer_cancel(&xp->timer);
 	vrdma_net_route_destroy(&xp->route);
+	vrdma_stats_conn_del(qp->vdev, xp);
 	kvfree(xp->swqe);
 	kvfree(xp->c);
 	kvfree(xp);

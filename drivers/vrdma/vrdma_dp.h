@@ -83,6 +83,7 @@ struct vrdma_xp {
 	u64 timer_at;			/* expiry the timer was last armed for */
 	struct work_struct work;
 	struct vrdma_route route;
+	struct list_head stats_node;	/* vdev->conns, under conn_lock */
 	u16 sport_base;
 	u32 dest_qpn;
 	bool dead;			/* QP left RTR/RTS: touch nothing */
@@ -122,5 +123,9 @@ void vrdma_dp_destroy(struct vrdma_qp *qp);
 void vrdma_dp_kick(struct vrdma_qp *qp);
 void vrdma_dp_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		 const struct vt_data_hdr *dh, const struct vt_ack *ack);
+
+/* vrdma_stats.c */
+void vrdma_stats_conn_add(struct vrdma_dev *vdev, struct vrdma_xp *xp);
+void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_xp *xp);
 
 #endif /* VRDMA_DP_H */

@@ -107,6 +107,8 @@ static struct vrdma_dev *vrdma_dev_alloc(struct net_device *netdev)
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
 	ib_set_device_ops(ibdev, &vrdma_main_ops);
 	ib_set_device_ops(ibdev, &vrdma_stats_ops);
+	ib_set_device_ops(ibdev, &vrdma_restrack_ops);
+	vrdma_stats_dev_init(vdev);
 
 	vrdma_set_initial_netns(ibdev, dev_net(netdev));
 
@@ -334,6 +336,7 @@ static int __init vrdma_init(void)
 {
 	int rv;
 
+	vrdma_stats_init();
 	rv = vrdma_dp_init();
 	if (rv)
 		return rv;

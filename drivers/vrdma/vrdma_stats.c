@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vrdma_stats.c - device counters for "rdma statistic show".
+ *
+ * Two kinds: counters the device keeps itself (atomic64, enum
+ * vrdma_counter: datagrams, drops before a connection is found, transmit
+ * errors), and the transport core's per-connection counters (struct
+ * vt_conn.stats, updated under the connection's lock at no extra cost).
+ * The latter are summed at read time over the live connections, plus
+ * what destroyed connections left in conn_retired: the data path pays
+ * nothing, a read costs one lock round per RC QP.
  */
+#include <linux/list.h>
+#include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
+#include "vrdma_dp.h"
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_PKTS].name = "rx_packets",
@@ -22,11 +33,74 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);
 
+/* The transport's counters, in the order they follow the device's. */
+static const struct {
+	const char *name;
+	u8 stat;		/* enum vt_stat */
+} vrdma_conn_counters[] = {
+	/* sender */
+	{ "retx_packets", VT_STAT_RETX_PKTS },
+	{ "retx_rack", VT_STAT_RETX_RACK },
+	{ "retx_tlp", VT_STAT_RETX_TLP },
+	{ "retx_rto", VT_STAT_RETX_RTO },
+	{ "retx_nack", VT_STAT_RETX_NACK },
+	{ "retx_rnr", VT_STAT_RETX_RNR },
+	{ "timeouts", VT_STAT_TIMEOUTS },
+	{ "tlp_probes", VT_STAT_TLP_PROBES },
+	{ "spurious_retx", VT_STAT_SPURIOUS },
+	{ "acks_rcvd", VT_STAT_ACKS_RCVD },
+	{ "nacks_rcvd", VT_STAT_NACKS_RCVD },
+	{ "rnr_naks_rcvd", VT_STAT_RNR_RCVD },
+	{ "rx_stale_acks", VT_STAT_ACKS_STALE },
+	{ "rx_dropped_bad_ack", VT_STAT_ACKS_INVALID },
+	{ "repaths", VT_STAT_REPATHS },
+	{ "cc_ce_echoed", VT_STAT_ECN_CE_RCVD },
+	{ "cc_window_decreases", VT_STAT_CC_DECREASES },
+	/* receiver */
+	{ "rx_data_packets", VT_STAT_RX_PKTS },
+	{ "rx_out_of_sequence", VT_STAT_RX_OOO },
+	{ "rx_duplicates", VT_STAT_RX_DUP },
+	{ "rx_dropped_out_of_window", VT_STAT_RX_OUT_OF_WND },
+	{ "cc_ce_marked", VT_STAT_RX_CE },
+	{ "acks_sent", VT_STAT_ACKS_SENT },
+	{ "nacks_sent", VT_STAT_NACKS_SENT },
+	{ "rnr_naks_sent", VT_STAT_RNR_SENT },
+};
+
+#define VRDMA_NUM_COUNTERS (VRDMA_CNT_MAX + ARRAY_SIZE(vrdma_conn_counters))
+
+static struct rdma_stat_desc vrdma_descs[VRDMA_NUM_COUNTERS];
+
+void vrdma_stats_dev_init(struct vrdma_dev *vdev)
+{
+	spin_lock_init(&vdev->conn_lock);
+	INIT_LIST_HEAD(&vdev->conns);
+}
+
+/* A connection starts counting: before it is published. */
+void vrdma_stats_conn_add(struct vrdma_dev *vdev, struct vrdma_xp *xp)
+{
+	spin_lock_bh(&vdev->conn_lock);
+	list_add_tail(&xp->stats_node, &vdev->conns);
+	spin_unlock_bh(&vdev->conn_lock);
+}
+
+/* A connection nothing runs on any more leaves its counts behind. */
+void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_xp *xp)
+{
+	int i;
+
+	spin_lock_bh(&vdev->conn_lock);
+	for (i = 0; i < VT_STAT_MAX; i++)
+		vdev->conn_retired[i] += xp->c->stats[i];
+	list_del(&xp->stats_node);
+	spin_unlock_bh(&vdev->conn_lock);
+}
+
 static struct rdma_hw_stats *vrdma_alloc_hw_port_stats(struct ib_device *ibdev,
 							u32 port)
 {
-	return rdma_alloc_hw_stats_struct(vrdma_counter_descs,
-					  ARRAY_SIZE(vrdma_counter_descs),
+	return rdma_alloc_hw_stats_struct(vrdma_descs, ARRAY_SIZE(vrdma_descs),
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -34,11 +108,36 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 			      struct rdma_hw_stats *stats, u32 port, int index)
 {
 	struct vrdma_dev *vdev = to_vrdma_dev(ibdev);
+	u64 *out = stats->value + VRDMA_CNT_MAX;
+	struct vrdma_xp *xp;
 	int i;
 
 	for (i = 0; i < VRDMA_CNT_MAX; i++)
 		stats->value[i] = atomic64_read(&vdev->counters[i]);
-	return VRDMA_CNT_MAX;
+
+	spin_lock_bh(&vdev->conn_lock);
+	for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
+		out[i] = vdev->conn_retired[vrdma_conn_counters[i].stat];
+	list_for_each_entry(xp, &vdev->conns, stats_node) {
+		spin_lock(&xp->lock);
+		for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
+			out[i] += xp->c->stats[vrdma_conn_counters[i].stat];
+		spin_unlock(&xp->lock);
+	}
+	spin_unlock_bh(&vdev->conn_lock);
+	return VRDMA_NUM_COUNTERS;
+}
+
+/* Module init: one name table for every device. */
+void vrdma_stats_init(void)
+{
+	int i;
+
+	for (i = 0; i < VRDMA_CNT_MAX; i++)
+		vrdma_descs[i] = vrdma_counter_descs[i];
+	for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
+		vrdma_descs[VRDMA_CNT_MAX + i].name =
+			vrdma_conn_counters[i].name;
 }
 
 const struct ib_device_ops vrdma_stats_ops = {

@@ -71,8 +71,10 @@ TEST_F(Swift, RisingDelayDecreasesOncePerRtt)
 	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), 6.0, 0.01); // 1 - 0.8 * 25/50
 	ack(110 * US, 50 * US); // within one srtt: hold
 	EXPECT_EQ(c->tx.cwnd_fp, want);
+	EXPECT_EQ(c->stats[VT_STAT_CC_DECREASES], 1u);
 	ack(120 * US, 50 * US);
 	EXPECT_EQ(c->tx.cwnd_fp, md(want, 50 * US));
+	EXPECT_EQ(c->stats[VT_STAT_CC_DECREASES], 2u);
 	// a bigger overshoot is capped by max_mdf
 	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
 	ack(200 * US, 90 * US);

@@ -237,6 +237,8 @@ TEST_F(Rx, CallerNacksRnrAndAccessErrors)
 	a = ack(50);
 	EXPECT_EQ(a.nack_code, VT_NACK_REM_ACCESS);
 	EXPECT_EQ(a.rnr_wait_us, 0);
+	EXPECT_EQ(c->stats[VT_STAT_NACKS_SENT], 2u);
+	EXPECT_EQ(c->stats[VT_STAT_RNR_SENT], 1u);	// only the first
 	uint8_t buf[VT_ACK_LEN];
 	EXPECT_EQ(vt_ack_encode(&a, buf, sizeof(buf)), VT_ACK_LEN);
 	vt_data_hdr h = data_hdr(1);

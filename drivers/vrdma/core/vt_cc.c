@@ -15,6 +15,8 @@ static void cwnd_clamp(struct vt_conn *c, u64 cwnd)
 		cwnd = c->cfg.swift_min_cwnd_fp;
 	if (cwnd > max)
 		cwnd = max;
+	if (cwnd < c->tx.cwnd_fp)
+		c->stats[VT_STAT_CC_DECREASES]++;
 	c->tx.cwnd_fp = (u32)cwnd;
 }
 
@@ -224,6 +226,7 @@ static void dcqcn_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		*rt = *rc;
 		cut = ((u64)*rc * *alpha) >> (VT_FP_SHIFT + 1);
 		*rc = (u32)VT_MAX((u64)cfg->dcqcn_min_mbps, *rc - cut);
+		c->stats[VT_STAT_CC_DECREASES]++;
 		*alpha = *alpha - (*alpha >> cfg->dcqcn_g_shift) +
 			 (VT_FP_ONE >> cfg->dcqcn_g_shift);
 		c->tx.cc.dcqcn.stage = 0;

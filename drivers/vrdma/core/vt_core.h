@@ -125,8 +125,10 @@ enum vt_stat {
 	VT_STAT_SPURIOUS,
 	VT_STAT_ACKS_RCVD,
 	VT_STAT_NACKS_RCVD,
-	VT_STAT_ACKS_STALE,
+	VT_STAT_ACKS_STALE,	/* cum_psn before snd_una: old, reordered */
+	VT_STAT_ACKS_INVALID,	/* cum_psn beyond snd_nxt: forged, corrupt */
 	VT_STAT_ECN_CE_RCVD,
+	VT_STAT_CC_DECREASES,	/* window (DCQCN: rate) cuts by the CC law */
 	VT_STAT_RNR_RCVD,
 	VT_STAT_REPATHS,
 	VT_STAT_MSGS_DONE,
@@ -136,6 +138,7 @@ enum vt_stat {
 	VT_STAT_RX_OOO,
 	VT_STAT_RX_OUT_OF_WND,
 	VT_STAT_RX_CE,
+	VT_STAT_RNR_SENT,	/* RNR NACKs among NACKS_SENT */
 	VT_STAT_ACKS_SENT,
 	VT_STAT_NACKS_SENT,
 	VT_STAT_CWND_UNDO,

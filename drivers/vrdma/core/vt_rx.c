@@ -197,6 +197,8 @@ void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a)
 			a->sack[i / 64] |= 1ULL << (i % 64);
 
 	c->stats[rx->nack ? VT_STAT_NACKS_SENT : VT_STAT_ACKS_SENT]++;
+	if (rx->nack == VT_NACK_RNR)
+		c->stats[VT_STAT_RNR_SENT]++;
 	rx->pend_pkts = 0;
 	rx->pend_bytes = 0;
 	rx->ce_pend = 0;

@@ -373,8 +373,12 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	}
 	c->stats[a->opcode == VT_OP_NACK ? VT_STAT_NACKS_RCVD :
 		 VT_STAT_ACKS_RCVD]++;
-	if (vt_psn_lt(a->cum_psn, t->snd_una) ||
-	    vt_psn_lt(t->snd_nxt, a->cum_psn)) {
+	if (vt_psn_lt(t->snd_nxt, a->cum_psn)) {
+		/* acknowledges what was never sent: forged or corrupt */
+		c->stats[VT_STAT_ACKS_INVALID]++;
+		return 0;
+	}
+	if (vt_psn_lt(a->cum_psn, t->snd_una)) {
 		c->stats[VT_STAT_ACKS_STALE]++;
 		return 0;
 	}
