@@ -130,6 +130,26 @@ TEST_F(Tx, RttEstimatorFollowsRfc6298AndSubtractsHoldTime)
 	EXPECT_EQ(vt_tx_rto(c.get()), 220 * US + cfg.ack_delay_ns);
 }
 
+TEST_F(Tx, EchoOfForeignTimestampGivesNoRttSample)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 4000), 0);
+	send(100 * US);
+	send(100 * US);
+	// answers a packet we never sent (a forged one): no sample
+	ASSERT_EQ(on_ack(ack(0, 0, 1u << 29), 5000 * US), 0);
+	EXPECT_EQ(c->tx.srtt, 0u);
+	// echoes a timestamp newer than the packet's transmission: none
+	ASSERT_EQ(on_ack(ack(0, 200 * US, 0), 5000 * US), 0);
+	EXPECT_EQ(c->tx.srtt, 0u);
+	// the real echo is taken
+	ASSERT_EQ(on_ack(ack(1, 100 * US, 0), 130 * US), 0);
+	EXPECT_EQ(c->tx.srtt, 30 * US);
+	// a duplicate-triggered ACK for a PSN already acknowledged: none
+	ASSERT_EQ(on_ack(ack(1, 0, 0), 5000 * US), 0);
+	EXPECT_EQ(c->tx.srtt, 30 * US);
+}
+
 struct Rack : Tx {
 	void sent4()
 	{

@@ -364,6 +364,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	struct vt_cc_sample s;
 	struct vt_tx_pkt *p;
 	u32 psn, i, congested = 0;
+	bool has_delay;
 	u64 rtt = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -383,7 +384,15 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		return 0;
 	}
 	t->rwnd = VT_MAX((u32)a->rwnd, 1U);
-	if (a->echo_ts <= now) {
+	/*
+	 * An RTT sample only from the echo of a packet still outstanding,
+	 * and no later than its last transmission: the answers to forged,
+	 * duplicate or out-of-window packets echo timestamps this side never
+	 * sent, which would poison srtt and with it RTO, TLP and Swift.
+	 */
+	has_delay = a->echo_ts <= now && in_flight_range(t, a->trig_psn) &&
+		    a->echo_ts <= slot(t, a->trig_psn)->xmit_ts;
+	if (has_delay) {
 		rtt = now - a->echo_ts;
 		rtt = rtt > a->hold_ns ? rtt - a->hold_ns : 1;
 		rtt_update(t, rtt);
@@ -455,7 +464,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 
 	s.now = now;
 	s.delay_ns = rtt;
-	s.has_delay = a->echo_ts <= now;
+	s.has_delay = has_delay;
 	s.acked_pkts = r->acked_pkts;
 	s.ce_count = a->ce_count;
 	if (r->acked_pkts || a->ce_count)
