@@ -95,9 +95,11 @@ static int vrdma_qp_put(struct sk_buff *msg, const struct vrdma_qp_snap *s)
 
 	if (rdma_nl_put_driver_string(msg, "cc", s->cc) ||
 	    rdma_nl_put_driver_string(msg, "state",
-				      s->error ? ib_wc_status_msg(s->error) :
+				      s->error ? "failed" :
 				      s->dead ? "stopped" :
 				      s->started ? "sending" : "receiving") ||
+	    (s->error &&
+	     rdma_nl_put_driver_u32(msg, "wc_status", s->error)) ||
 	    rdma_nl_put_driver_u32(msg, "cwnd_pkts", s->cwnd_fp >> VT_FP_SHIFT) ||
 	    rdma_nl_put_driver_u32(msg, "cwnd_fp", s->cwnd_fp) ||
 	    rdma_nl_put_driver_u32(msg, "wnd", s->wnd) ||

@@ -39,6 +39,7 @@ struct Opts {
 	uint32_t qpn = 0;
 	uint32_t rcv_psn = 0;	// the victim's next expected PSN (rcv_nxt)
 	uint32_t snd_psn = 0;	// the victim's snd_nxt
+	int64_t rcv_msg = -1;	// the victim's next message to complete
 	unsigned count = 20;
 	unsigned seed = 1;
 	unsigned gap_us = 200;
@@ -61,7 +62,8 @@ public:
 		h.dst_conn = qpn == ~0u ? o_.qpn : qpn;
 		h.psn = psn;
 		h.tx_ts = rnd_();
-		h.msg_id = rnd_() & 0xff;
+		h.msg_id = o_.rcv_msg < 0 ? rnd_() & 0xff :
+			   (uint32_t)o_.rcv_msg + (rnd_() & 3);
 		if (op == VT_OP_READ_REQ) {
 			h.msg_len = 4096;
 			payload = 0;
@@ -123,8 +125,9 @@ public:
 	// PSNs the victim's receiver can tell are bogus without any state.
 	uint32_t far_psn() { return o_.rcv_psn + (1u << 29) + (rnd_() & 0xffff); }
 	uint32_t old_psn() { return o_.rcv_psn - (1u << 29) - (rnd_() & 0xffff); }
-	// An in-window PSN: only for cases that may fail the connection.
-	uint32_t win_psn() { return o_.rcv_psn + 1 + (rnd_() & 63); }
+	// An in-window PSN, ahead of where the traffic will be when it lands:
+	// only for cases that may fail the connection.
+	uint32_t win_psn() { return o_.rcv_psn + 200 + rnd_() % 800; }
 
 	Pkt one(const std::string &c)
 	{
@@ -205,6 +208,10 @@ public:
 			Pkt p = data(VT_OP_SEND, win_psn(), 64);
 			p[2] &= ~VT_F_EOM;
 			put32(p, 32, 0x7fffffff);
+			if (o_.rcv_msg >= 0) {	// the next message, its WQE
+				put32(p, 24, (uint32_t)o_.rcv_msg);
+				put64(p, 40, (uint32_t)o_.rcv_msg);
+			}
 			return p;
 		}
 		if (c == "inwin-read-resp")	// answers no request
@@ -267,11 +274,12 @@ void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vrdma_pktgen --dst IPV4 --qpn N [--src IPV4] [--port P]\n"
-		"         [--rcv-psn P] [--snd-psn S] [--count N] [--seed S]\n"
-		"         [--gap-us U] --case C[,C...]\n"
+		"         [--rcv-psn P] [--snd-psn S] [--rcv-msg M] [--count N]\n"
+		"         [--seed S] [--gap-us U] --case C[,C...]\n"
 		"Sends crafted vrdma packets to the QP N at IPV4 from a raw socket;\n"
-		"--src spoofs the source address. --rcv-psn/--snd-psn: the victim's\n"
-		"rcv_nxt and snd_nxt (rdma resource show qp -dd), to aim PSNs.\n"
+		"--src spoofs the source address. --rcv-psn/--snd-psn/--rcv-msg: the\n"
+		"victim's rcv_nxt, snd_nxt and msgs_received (rdma resource show qp\n"
+		"-dd), to aim PSNs and message ids.\n"
 		"cases (dropped, the connection must survive):\n"
 		"  no-qp wrong-peer psn-far psn-old truncated payload-len msg-bounds\n"
 		"  bad-ack stale-ack bad-ack-fields garbage\n"
@@ -314,6 +322,8 @@ int main(int argc, char **argv)
 			o.rcv_psn = num();
 		} else if (a == "--snd-psn") {
 			o.snd_psn = num();
+		} else if (a == "--rcv-msg") {
+			o.rcv_msg = num();
 		} else if (a == "--count") {
 			o.count = num();
 		} else if (a == "--seed") {
