@@ -73,7 +73,7 @@ pktgen() {	# pktgen SRC ARGS...: from H2 (the peer's host) to the server
 }
 
 # ---- a live QP to aim at, its transport state ------------------------------
-pingpong 2000
+pingpong 1500
 if wait_until 60 have_qp; then
 	ktap_ok "server QP visible in rdma resource show qp"
 else
@@ -170,14 +170,14 @@ chk rx_stale_acks $N "ACK/NACK far behind snd_una"
 # victim NACKs the real peer, whose QP fails; the victim itself is never
 # told (as with RC hardware) and is stopped once its client is gone.
 attack() {	# attack CASE: prints "client rc=X server rc=Y"
-	local srv cli crc t msg
+	local srv cli crc t
 	ip netns exec "$H1" timeout -k 2 120 ibv_rc_pingpong -d vrdma1 -g "$G1" \
-		-n 500 -s 2048 -c >"$DP_OUT.srv" 2>&1 &
+		-n 300 -s 2048 -c >"$DP_OUT.srv" 2>&1 &
 	srv=$!
 	( for t in $(seq 1 40); do
 		sleep 0.5
 		ip netns exec "$H2" timeout -k 2 120 ibv_rc_pingpong -d vrdma2 \
-			-g "$G2" -n 500 -s 2048 -c "$H1_IP" >"$DP_OUT" 2>&1
+			-g "$G2" -n 300 -s 2048 -c "$H1_IP" >"$DP_OUT" 2>&1
 		crc=$?
 		grep -qiE "couldn't connect|unable to connect|refused" "$DP_OUT" ||
 			exit $crc

@@ -62,8 +62,10 @@ public:
 		h.dst_conn = qpn == ~0u ? o_.qpn : qpn;
 		h.psn = psn;
 		h.tx_ts = rnd_();
+		// ahead of the victim's next message (it moves on while the
+		// packet travels), within the 256 it tracks
 		h.msg_id = o_.rcv_msg < 0 ? rnd_() & 0xff :
-			   (uint32_t)o_.rcv_msg + (rnd_() & 3);
+			   (uint32_t)o_.rcv_msg + 150 + (rnd_() & 63);
 		if (op == VT_OP_READ_REQ) {
 			h.msg_len = 4096;
 			payload = 0;
@@ -208,9 +210,12 @@ public:
 			Pkt p = data(VT_OP_SEND, win_psn(), 64);
 			p[2] &= ~VT_F_EOM;
 			put32(p, 32, 0x7fffffff);
-			if (o_.rcv_msg >= 0) {	// the next message, its WQE
-				put32(p, 24, (uint32_t)o_.rcv_msg);
-				put64(p, 40, (uint32_t)o_.rcv_msg);
+			if (o_.rcv_msg >= 0) {	// a message ahead, and its WQE
+				uint32_t m = (uint32_t)o_.rcv_msg + 150 +
+					     (rnd_() & 63);
+
+				put32(p, 24, m);
+				put64(p, 40, m);	// SEND: va is the ssn
 			}
 			return p;
 		}
