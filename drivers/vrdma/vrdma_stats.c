@@ -56,6 +56,7 @@ static const struct {
 	{ "repaths", VT_STAT_REPATHS },
 	{ "cc_ce_echoed", VT_STAT_ECN_CE_RCVD },
 	{ "cc_window_decreases", VT_STAT_CC_DECREASES },
+	{ "cc_window_undos", VT_STAT_CWND_UNDO },
 	/* receiver */
 	{ "rx_data_packets", VT_STAT_RX_PKTS },
 	{ "rx_out_of_sequence", VT_STAT_RX_OOO },
