@@ -73,7 +73,7 @@ pktgen() {	# pktgen SRC ARGS...: from H2 (the peer's host) to the server
 }
 
 # ---- a live QP to aim at, its transport state ------------------------------
-pingpong 1500
+pingpong 2500
 if wait_until 60 have_qp; then
 	ktap_ok "server QP visible in rdma resource show qp"
 else
@@ -96,6 +96,13 @@ client_srtt() {	# the client QP's srtt_ns, -1 when it is gone
 		END { print v == "" ? -1 : v }'
 }
 
+# Duplicates and out-of-window packets are answered (duplicate ACK,
+# sequence NACK) with their forged timestamps echoed to the real peer: its
+# RTT estimate must not take them. Sampled while a stream of them runs (a
+# poisoned SRTT decays by 7/8 with every real ACK: only a stream shows it).
+pktgen "$H2_IP" --qpn "$QPN" --rcv-psn "$RCVNXT" --snd-psn "$SNDNXT" \
+	--case psn-old,psn-far --count 600 --gap-us 500 >"$DP_OUT.gen" 2>&1 &
+gen=$!
 out=$(pktgen "$SPOOF" --qpn "$QPN" --rcv-psn "$RCVNXT" --snd-psn "$SNDNXT" \
 	--case wrong-peer,garbage 2>&1)
 diag "from $SPOOF: $(echo "$out" | tr '\n' ' ')"
@@ -104,14 +111,6 @@ out=$(pktgen "$H2_IP" --qpn "$QPN" --rcv-psn "$RCVNXT" --snd-psn "$SNDNXT" \
 rc=$?
 diag "from the peer's address: $(echo "$out" | tr '\n' ' ')"
 [ $rc -eq 0 ] && ktap_ok "injector sent every case" || ktap_fail "injector sent every case (rc=$rc)"
-# Duplicates and out-of-window packets are answered (duplicate ACK,
-# sequence NACK) with their forged timestamps echoed to the real peer: its
-# RTT estimate must not take them. Sampled while a stream of them runs (a
-# poisoned SRTT decays by 7/8 with every real ACK: only a stream shows it).
-read -r SNDNXT RCVNXT <<<"$(qp vrdma1 snd_nxt rcv_nxt)"
-pktgen "$H2_IP" --qpn "$QPN" --rcv-psn "$RCVNXT" --snd-psn "$SNDNXT" \
-	--case psn-old,psn-far --count 300 --gap-us 500 >"$DP_OUT.gen" 2>&1 &
-gen=$!
 max=0 n=0 t0=$(date +%s)
 while kill -0 $gen 2>/dev/null; do
 	s=$(client_srtt)
