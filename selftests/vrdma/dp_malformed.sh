@@ -190,7 +190,8 @@ attack() {	# attack CASE: prints "client rc=X server rc=Y"
 			exit $crc
 	done; exit 1 ) &
 	cli=$!
-	if wait_until 60 have_qp; then
+	QPN=
+	if wait_until 15 have_qp; then
 		read -r QPN SNDNXT RCVNXT MSG <<<"$(qp vrdma1 lqpn snd_nxt rcv_nxt msgs_received)"
 		pktgen "$H2_IP" --qpn "$QPN" --rcv-psn "$RCVNXT" --snd-psn "$SNDNXT" \
 			--rcv-msg "$MSG" --case "$1" --gap-us 1000 >"$DP_OUT.gen" 2>&1 ||
