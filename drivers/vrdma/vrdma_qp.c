@@ -165,8 +165,15 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
 
 	xa_erase_irq(&vd->qp_xa, ibqp->qp_num);
+	/*
+	 * Receive paths look the QP up under RCU: wait for them before it
+	 * is freed. The UD and connected-RC teardowns wait themselves; an
+	 * RC QP that never connected has no teardown to do it.
+	 */
 	if (vrdma_qp_is_ud(qp))
 		vrdma_ud_destroy(qp);
+	else if (!READ_ONCE(qp->xp))
+		synchronize_rcu();
 	vrdma_dp_destroy(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
