@@ -19,16 +19,6 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 dmesg -C
 run insmod "$KO" pair_a=vrdma1 pair_b=vrdma2 gid_a="$G1" gid_b="$G2" ||
 	{ ktap_fail "insmod vrdma_kulp_test (pair)"; ktap_finished; }
-dmesg | grep "vrdma_kulp:" > /tmp/kulp.$$
-while IFS= read -r line; do
-	case "$line" in
-	*"vrdma_kulp: ok - "*) ktap_ok "kernel: ${line#*ok - }" ;;
-	*"vrdma_kulp: FAIL - "*) ktap_fail "kernel: ${line#*FAIL - }" ;;
-	*) diag "${line#*] }" ;;
-	esac
-done < /tmp/kulp.$$
-grep -q "pair vrdma1 vrdma2 PASSED" /tmp/kulp.$$ && ktap_ok "kernel pair checks passed" ||
-	ktap_fail "kernel pair checks passed"
-rm -f /tmp/kulp.$$
+kulp_tap "pair vrdma1 vrdma2 PASSED" "kernel pair checks passed"
 run rmmod vrdma_kulp_test && ktap_ok "rmmod vrdma_kulp_test" || ktap_fail "rmmod vrdma_kulp_test"
 ktap_finished

@@ -9,12 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 . "$(dirname "$0")/verbs_lib.inc"
-require_root
-require_cmd tc ibv_srq_pingpong
-require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
-DPT=${DP_TEST:-$VRDMA_REPO/build/userspace/tools/vrdma_dp_test}
-[ -x "$DPT" ] || skip_all "$DPT not built (make userspace)"
+require_dp_test
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 

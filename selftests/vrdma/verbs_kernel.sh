@@ -18,16 +18,6 @@ dmesg -C
 run insmod "$KO" || { ktap_fail "insmod vrdma_kulp_test"; ktap_finished; }
 defer rmmod vrdma_kulp_test
 wait_until 20 sh -c 'dmesg | grep -q "vrdma_kulp: .* \(PASSED\|FAILED\)"'
-dmesg | grep "vrdma_kulp:" > /tmp/kulp.$$
-while IFS= read -r line; do
-	case "$line" in
-	*"vrdma_kulp: ok - "*) ktap_ok "kernel: ${line#*ok - }" ;;
-	*"vrdma_kulp: FAIL - "*) ktap_fail "kernel: ${line#*FAIL - }" ;;
-	*) diag "${line#*] }" ;;
-	esac
-done < /tmp/kulp.$$
-grep -q "$VDEV PASSED" /tmp/kulp.$$ && ktap_ok "kernel ULP checks passed on $VDEV" ||
-	ktap_fail "kernel ULP checks passed on $VDEV"
-rm -f /tmp/kulp.$$
+kulp_tap "$VDEV PASSED" "kernel ULP checks passed on $VDEV"
 run rmmod vrdma_kulp_test && ktap_ok "rmmod vrdma_kulp_test" || ktap_fail "rmmod vrdma_kulp_test"
 ktap_finished
