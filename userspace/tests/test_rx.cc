@@ -219,6 +219,33 @@ TEST_F(Rx, AckRequestAndRetransmitsAreAckedAtOnceEndOfMessageIsNot)
 	EXPECT_TRUE(v.ack_now);
 }
 
+// A fatal NACK is sent only in order: beyond a hole the packet is dropped
+// (not SACKed) and NACKed when its retransmission comes after the hole.
+TEST_F(Rx, FatalNackWaitsForTheHole)
+{
+	init();
+	EXPECT_EQ(rx(0, 10, VT_F_SOM), VT_RX_ACCEPT);
+	EXPECT_EQ(rx(2, 20, 0, false, VT_NACK_REM_ACCESS), VT_RX_DROP);
+	EXPECT_EQ(rx(3, 25, 0, false, VT_NACK_INV_REQ), VT_RX_DROP);
+	vt_ack a = ack(30);
+	EXPECT_EQ(a.opcode, VT_OP_ACK);
+	EXPECT_EQ(a.cum_psn, 1u);
+	EXPECT_EQ(a.sack[0], 0u);	// psn 2 and 3 not taken
+	EXPECT_EQ(c->stats[VT_STAT_RX_OOO], 2u);
+	// RNR beyond a hole still NACKs at once
+	EXPECT_EQ(rx(4, 35, 0, false, VT_NACK_RNR), VT_RX_NACKED);
+	a = ack(36);
+	EXPECT_EQ(a.nack_code, VT_NACK_RNR);
+	EXPECT_EQ(rx(1, 40), VT_RX_ACCEPT);
+	EXPECT_TRUE(vt_rx_is_new(c.get(), 2));
+	EXPECT_EQ(rx(2, 50, 0, false, VT_NACK_REM_ACCESS), VT_RX_NACKED);
+	a = ack(60);
+	EXPECT_EQ(a.opcode, VT_OP_NACK);
+	EXPECT_EQ(a.nack_code, VT_NACK_REM_ACCESS);
+	EXPECT_EQ(a.cum_psn, 2u);
+	EXPECT_EQ(a.trig_psn, 2u);
+}
+
 TEST_F(Rx, CallerNacksRnrAndAccessErrors)
 {
 	init();

@@ -85,7 +85,9 @@ static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
  * One data packet arrived at @now.  @ce: the IP header carried ECN CE.
  * @nack: a NACK code the caller wants for this packet (RNR when no receive
  * WQE is posted, remote access or invalid request after its checks), or 0;
- * it is ignored for duplicates.  The verdict says whether to place the
+ * it is ignored for duplicates.  A fatal one (remote access, invalid
+ * request) for a packet beyond the next expected PSN drops the packet
+ * instead, so fatal NACKs go out in order.  The verdict says whether to place the
  * payload, which PSNs and messages became deliverable in order, and when
  * an ACK is due.
  */
@@ -124,6 +126,15 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 		rx->nack = VT_NACK_SEQ;
 		v->result = VT_RX_OUT_OF_WND;
 		urgent = true;
+	} else if (nack && nack != VT_NACK_RNR && off) {
+		/*
+		 * A fatal NACK waits for its turn: the requester fails the
+		 * message at cum_psn, and what comes before it must complete
+		 * first. Not taken, not SACKed: its retransmission after the
+		 * hole is filled is checked again, in order.
+		 */
+		c->stats[VT_STAT_RX_OOO]++;
+		v->result = VT_RX_DROP;
 	} else if (nack) {
 		rx->nack = nack;
 		v->result = VT_RX_NACKED;
