@@ -46,6 +46,9 @@ enum vrdma_counter {
 	VRDMA_CNT_TIMER_RUNS,	/* transport timer expirations */
 	VRDMA_CNT_RX_BAD_QKEY,	/* UD: qkey does not match the QP's */
 	VRDMA_CNT_RX_NO_RECV,	/* UD: no receive WQE posted */
+	VRDMA_CNT_TX_BLOCKED,	/* RC sender waited for the socket queue */
+	VRDMA_CNT_RESP_TIMEOUTS, /* READ/atomic response never came */
+	VRDMA_CNT_FATAL_NACK_REPLAYS, /* failed responder re-sent its NACK */
 	VRDMA_CNT_MAX
 };
 
@@ -99,6 +102,7 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 				    unsigned int len);
 int vrdma_net_route_init(struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
+bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb);
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);

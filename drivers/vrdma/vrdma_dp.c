@@ -35,6 +35,9 @@
 
 #define VRDMA_DP_BUDGET		64	/* packets per run of the work */
 #define VRDMA_DP_CLOCK_EVERY	8	/* packets sent per clock read */
+#define VRDMA_DP_BP_POLL_NS	20000	/* back-pressure: look again after, */
+#define VRDMA_DP_BP_POLL_MAX_NS	1000000	/* doubling up to this */
+#define VRDMA_DP_RESP_MIN_NS	(8 * NSEC_PER_SEC)
 
 enum vrdma_swqe_state {
 	VRDMA_SW_FREE = 0,
@@ -426,10 +429,20 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 	}
 }
 
-/* The oldest unfinished send WQE fails with @status; the QP goes to ERR. */
+/*
+ * The oldest unfinished send WQE fails with @status; the QP goes to ERR.
+ * A remote error (a NACK of the responder) names the first request not
+ * yet acknowledged: READs and atomics before it were accepted, and the
+ * responder delivers their responses before it fails. Their WQEs
+ * complete first; the failed one then completes in order, its error
+ * moving the QP to ERR (or the response timer fails the QP).
+ */
 static void vrdma_dp_fail_oldest(struct vrdma_xp *xp, u8 status)
 {
+	bool remote = status == IB_WC_REM_ACCESS_ERR ||
+		      status == IB_WC_REM_INV_REQ_ERR;
 	struct vrdma_qp *qp = xp->qp;
+	bool waiting = false, marked = false;
 	u32 i;
 
 	/*
@@ -440,14 +453,26 @@ static void vrdma_dp_fail_oldest(struct vrdma_xp *xp, u8 status)
 		vrdma_dp_fail(xp, status);
 		return;
 	}
+	if (xp->fail_marked)
+		return;
 	for (i = qp->sq.cons; i != xp->sq_taken; i++) {
 		struct vrdma_swqe *sw = &xp->swqe[i & (qp->sq.num - 1)];
 
+		if (remote && sw->state == VRDMA_SW_WAIT_RESP) {
+			waiting = true;
+			continue;
+		}
 		if (sw->state != VRDMA_SW_DONE) {
 			sw->state = VRDMA_SW_DONE;
 			sw->status = status;
+			marked = true;
 			break;
 		}
+	}
+	if (waiting && marked) {
+		xp->fail_marked = true;
+		vrdma_dp_complete_sq(xp);
+		return;
 	}
 	vrdma_dp_complete_sq(xp);
 	vrdma_dp_fail(xp, status);
@@ -489,6 +514,84 @@ static void vrdma_dp_send_ack(struct vrdma_xp *xp, u64 now)
 	vrdma_net_xmit(vdev, &xp->route, htons(xp->sport_base), skb);
 }
 
+/*
+ * A failed responder answers a data packet of its peer with its fatal
+ * NACK again: the first one may have been lost, and the requester would
+ * otherwise retry into a QP in ERR until RETRY_EXC.
+ */
+static void vrdma_dp_replay_nack(struct vrdma_xp *xp,
+				 const struct vt_data_hdr *h)
+{
+	struct vrdma_dev *vdev = xp->qp->vdev;
+	struct vt_ack a = {};
+	struct sk_buff *skb;
+
+	a.opcode = VT_OP_NACK;
+	a.nack_code = xp->resp_nack;
+	a.dst_conn = xp->dest_qpn;
+	a.cum_psn = xp->resp_nack_psn;
+	a.trig_psn = xp->resp_nack_psn;
+	a.echo_ts = h->tx_ts;
+	a.echo_path = h->path;
+	a.rwnd = 1;
+	skb = vrdma_net_alloc_skb(vdev, &xp->route, VT_ACK_LEN);
+	if (!skb)
+		return;
+	if (vt_ack_encode(&a, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
+		kfree_skb(skb);
+		return;
+	}
+	vrdma_count(vdev, VRDMA_CNT_FATAL_NACK_REPLAYS, 1);
+	vrdma_net_xmit(vdev, &xp->route, htons(xp->sport_base), skb);
+}
+
+/*
+ * A responder that sent a fatal NACK enters ERR once the READ and atomic
+ * responses it owes for the requests before it are delivered (or fail).
+ */
+static void vrdma_dp_resp_fail_check(struct vrdma_xp *xp)
+{
+	u32 i;
+
+	if (!xp->resp_nack || xp->error)
+		return;
+	if (xp->rdq_head != xp->rdq_tail || xp->rd_in)
+		return;
+	for (i = xp->tx_msg_acked; i != xp->tx_msg_next; i++) {
+		u8 k = xp->tmsg[i % VRDMA_DP_MSGS].kind;
+
+		if (k == VRDMA_TMSG_READ_RESP || k == VRDMA_TMSG_ATOMIC_RESP)
+			return;
+	}
+	/* an affiliated error: no completion carries it */
+	xp->has_event = true;
+	xp->event = xp->resp_nack == VT_NACK_REM_ACCESS ?
+		    IB_EVENT_QP_ACCESS_ERR : IB_EVENT_QP_REQ_ERR;
+	vrdma_dp_fail(xp, xp->resp_nack == VT_NACK_REM_ACCESS ?
+			  IB_WC_REM_ACCESS_ERR : IB_WC_REM_INV_REQ_ERR);
+}
+
+/* No response to an accepted READ/atomic request: the peer is gone. */
+static void vrdma_dp_resp_expired(struct vrdma_xp *xp)
+{
+	struct vrdma_qp *qp = xp->qp;
+	u32 i;
+
+	xp->resp_deadline = 0;
+	for (i = qp->sq.cons; i != xp->sq_taken; i++) {
+		struct vrdma_swqe *sw = &xp->swqe[i & (qp->sq.num - 1)];
+
+		if (sw->state != VRDMA_SW_WAIT_RESP)
+			continue;
+		vrdma_count(qp->vdev, VRDMA_CNT_RESP_TIMEOUTS, 1);
+		sw->state = VRDMA_SW_DONE;
+		sw->status = IB_WC_RETRY_EXC_ERR;
+		vrdma_dp_complete_sq(xp);
+		vrdma_dp_fail(xp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+}
+
 /* Take new send WQEs from the SQ ring and queue them as messages. */
 static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 {
@@ -503,7 +606,7 @@ static void vrdma_dp_take_sq(struct vrdma_xp *xp)
 	 * WQEs, so the provider rings the doorbell or we see its WQEs.
 	 */
 	smp_mb();
-	while (xp->started && !xp->error &&
+	while (xp->started && !xp->error && !xp->resp_nack &&
 	       xp->tx_msg_next - xp->tx_msg_acked < VRDMA_DP_MSGS &&
 	       xp->sq_taken - r->cons < r->num) {
 		void *slot = vrdma_ring_slot(r, xp->sq_taken);
@@ -781,8 +884,17 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
  */
 static void vrdma_dp_arm(struct vrdma_xp *xp)
 {
-	u64 w = min(vt_tx_next_wakeup(xp->c), vt_rx_next_wakeup(xp->c));
+	/*
+	 * Held back by a full socket queue, the sender's own deadlines
+	 * (send now, RTO) wait for the next look at the queue: firing for
+	 * them would only find it full again, a timer storm that starves
+	 * the softirqs which drain the queue.
+	 */
+	u64 w = xp->bp_until ? xp->bp_until : vt_tx_next_wakeup(xp->c);
 
+	w = min(w, vt_rx_next_wakeup(xp->c));
+	if (xp->resp_deadline)
+		w = min(w, xp->resp_deadline);
 	if (w == VT_NEVER)
 		return;
 	if (hrtimer_is_queued(&xp->timer) && xp->timer_at <= w)
@@ -809,13 +921,37 @@ static bool vrdma_dp_run_at(struct vrdma_xp *xp, u64 now)
 		vt_tx_on_timer(xp->c, now);
 	if (vt_rx_ack_due(xp->c, now))
 		vrdma_dp_send_ack(xp, now);
+	if (xp->resp_deadline && now >= xp->resp_deadline)
+		vrdma_dp_resp_expired(xp);
 	vrdma_dp_take_reads(xp);
 	vrdma_dp_take_sq(xp);
 
+	xp->bp_until = 0;
 	for (n = 0; n < VRDMA_DP_BUDGET && !xp->error; n++) {
 		/* a clock read per packet is costly where the clock is emulated */
 		if (n && !(n % VRDMA_DP_CLOCK_EVERY))
 			now = vrdma_now();
+		/*
+		 * TX back-pressure: the namespace's packets still queued below
+		 * the socket (qdisc, driver ring, a veth peer's backlog) are
+		 * at their limit. Send nothing more now, look again shortly;
+		 * the transport's timers keep running meanwhile.
+		 */
+		if (vrdma_net_tx_busy(xp->qp->vdev, &xp->route)) {
+			if (vt_tx_idle(xp->c))
+				break;
+			/* one count per wait; the checks back off to 1 ms */
+			if (!xp->bp_wait_ns)
+				vrdma_count(xp->qp->vdev,
+					    VRDMA_CNT_TX_BLOCKED, 1);
+			xp->bp_wait_ns = xp->bp_wait_ns ?
+					 min_t(u64, xp->bp_wait_ns * 2,
+					       VRDMA_DP_BP_POLL_MAX_NS) :
+					 VRDMA_DP_BP_POLL_NS;
+			xp->bp_until = now + xp->bp_wait_ns;
+			break;
+		}
+		xp->bp_wait_ns = 0;
 		vt_tx_poll(xp->c, now, &d);
 		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
 			vrdma_dp_xmit_data(xp, &d);
@@ -845,18 +981,36 @@ static void vrdma_dp_work(struct work_struct *work)
 	struct vrdma_xp *xp = container_of(work, struct vrdma_xp, work);
 	u8 error;
 
+	bool has_event;
+	u8 event;
+
 	spin_lock_bh(&xp->lock);
 	if (!xp->error)
 		vrdma_dp_run(xp);
 	error = xp->error && !xp->dead;
+	has_event = xp->has_event;
+	event = xp->event;
 	spin_unlock_bh(&xp->lock);
 
 	/*
 	 * modify_qp(RESET) holds state_lock while it waits for this work:
 	 * never block on it, come back instead.
 	 */
-	if (error && vrdma_qp_set_error(xp->qp) == -EAGAIN)
+	if (!error)
+		return;
+	if (vrdma_qp_set_error(xp->qp) == -EAGAIN) {
 		queue_work(vrdma_dp_wq, &xp->work);
+		return;
+	}
+	if (has_event && xp->qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = xp->qp->ibqp.device,
+			.element.qp = &xp->qp->ibqp,
+			.event = event,
+		};
+
+		xp->qp->ibqp.event_handler(&ev, xp->qp->ibqp.qp_context);
+	}
 }
 
 /* A soft hrtimer: runs in softirq context like the receive path. */
@@ -1245,6 +1399,8 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 		sw->status = rm->status;
 		ro->used = false;
 		xp->rd_outstanding--;
+		if (!xp->rd_outstanding)
+			xp->resp_deadline = 0;
 		vrdma_dp_complete_sq(xp);
 		break;
 	}
@@ -1282,6 +1438,12 @@ static void vrdma_dp_rx_data(struct vrdma_xp *xp, struct sk_buff *skb,
 	u8 nack = VT_NACK_NONE;
 	u32 i;
 
+	if (xp->resp_deadline)
+		xp->resp_deadline = now + xp->resp_timeout_ns; /* peer alive */
+	if (xp->resp_nack) {
+		vrdma_dp_replay_nack(xp, h);
+		return;
+	}
 	/* the peer's first message may start where we were never told */
 	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
 		vt_rx_adopt_psn(xp->c, h->psn);
@@ -1323,6 +1485,13 @@ static void vrdma_dp_rx_data(struct vrdma_xp *xp, struct sk_buff *skb,
 	}
 	if (v.ack_now)
 		vrdma_dp_send_ack(xp, now);
+	if (v.result == VT_RX_NACKED &&
+	    (nack == VT_NACK_REM_ACCESS || nack == VT_NACK_INV_REQ)) {
+		/* in order (the core defers it otherwise): the QP fails */
+		xp->resp_nack = nack;
+		xp->resp_nack_psn = h->psn;
+		vrdma_dp_resp_fail_check(xp);
+	}
 	vrdma_dp_run_at(xp, now);	/* READ responses, freed read slots */
 }
 
@@ -1349,9 +1518,14 @@ static void vrdma_dp_rx_ack(struct vrdma_xp *xp, const struct vt_ack *ack,
 			 * hold a newer WQE already.
 			 */
 			if (sw->msg_id == xp->tx_msg_acked &&
-			    sw->state == VRDMA_SW_QUEUED)
+			    sw->state == VRDMA_SW_QUEUED) {
 				sw->state = vrdma_op_has_resp(sw->sqe.opcode) ?
 					    VRDMA_SW_WAIT_RESP : VRDMA_SW_DONE;
+				if (sw->state == VRDMA_SW_WAIT_RESP &&
+				    !xp->resp_deadline)
+					xp->resp_deadline =
+						now + xp->resp_timeout_ns;
+			}
 		}
 		tm->kind = 0;
 		xp->tx_msg_acked++;
@@ -1360,6 +1534,8 @@ static void vrdma_dp_rx_ack(struct vrdma_xp *xp, const struct vt_ack *ack,
 		vrdma_dp_complete_sq(xp);
 	if (r.error)
 		vrdma_dp_fail_oldest(xp, vrdma_dp_err_status(r.error));
+	if (r.msgs_done)
+		vrdma_dp_resp_fail_check(xp);	/* responses delivered */
 	vrdma_dp_run_at(xp, now);	/* the window opened */
 }
 
@@ -1383,7 +1559,9 @@ void vrdma_dp_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		goto out;
 	}
 	spin_lock_bh(&xp->lock);
-	if (xp->dead)
+	if (xp->dead && dh && xp->resp_nack && vrdma_dp_from_peer(xp, skb))
+		vrdma_dp_replay_nack(xp, dh);	/* in ERR after a fatal NACK */
+	else if (xp->dead)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
 	else if (!vrdma_dp_from_peer(xp, skb))
 		vrdma_count(vdev, VRDMA_CNT_RX_BAD_PEER, 1);
@@ -1505,6 +1683,23 @@ err:
 	return rv;
 }
 
+/*
+ * How long a requester waits for any packet of its peer while a READ or
+ * atomic response is due: the local ACK timeout (4.096 us * 2^timeout)
+ * times retry_cnt + 1, but never under VRDMA_DP_RESP_MIN_NS (an
+ * emulated or loaded VM stalls longer than a NIC) nor over a minute. The
+ * peer's retransmissions and other traffic count as signs of life.
+ */
+static u64 vrdma_dp_resp_timeout(struct vrdma_qp *qp)
+{
+	u64 t = 0;
+
+	if (qp->attr.timeout)
+		t = (4096ULL << min_t(u8, qp->attr.timeout, 31)) *
+		    (qp->attr.retry_cnt + 1);
+	return clamp_t(u64, t, VRDMA_DP_RESP_MIN_NS, 60 * NSEC_PER_SEC);
+}
+
 /* RTR -> RTS: the send queue runs from sq_psn. */
 int vrdma_dp_start(struct vrdma_qp *qp)
 {
@@ -1521,6 +1716,7 @@ int vrdma_dp_start(struct vrdma_qp *qp)
 	/* IB_QP_RETRY_CNT and IB_QP_RNR_RETRY come with RTS */
 	xp->c->cfg.retry_cnt = qp->attr.retry_cnt;
 	xp->c->cfg.rnr_retry = qp->attr.rnr_retry;
+	xp->resp_timeout_ns = vrdma_dp_resp_timeout(qp);
 	xp->started = true;
 	vrdma_dp_run(xp);
 	spin_unlock_bh(&xp->lock);

@@ -89,6 +89,20 @@ struct vrdma_xp {
 	bool dead;			/* QP left RTR/RTS: touch nothing */
 	bool started;			/* RTS: the send queue runs */
 	u8 error;			/* ib_wc_status that failed the QP */
+	bool has_event;			/* raise @event when entering ERR */
+	u8 event;			/* enum ib_event_type */
+	u64 bp_until;			/* socket queue full: look again then */
+	u64 bp_wait_ns;			/* current back-off of those looks */
+
+	/*
+	 * Responder that sent a fatal NACK (remote access, invalid request):
+	 * it takes no more requests, answers each with the same NACK (also
+	 * from ERR, so a lost NACK is repeated, not turned into a retry
+	 * error at the requester) and enters ERR once the responses it owes
+	 * for the requests before it are delivered.
+	 */
+	u8 resp_nack;			/* VT_NACK_* or 0 */
+	u32 resp_nack_psn;
 
 	/* sender */
 	u32 tx_msg_next;		/* next message id */
@@ -99,6 +113,14 @@ struct vrdma_xp {
 	struct vrdma_tmsg tmsg[VRDMA_DP_MSGS];
 	struct vrdma_rd_out rd_out[VRDMA_DP_READS];
 	u32 rd_outstanding;
+	/*
+	 * A READ/atomic response is awaited: the QP fails with RETRY_EXC
+	 * if the peer sends nothing until then (0: none awaited).
+	 */
+	u64 resp_deadline;
+	u64 resp_timeout_ns;
+	/* a remote failure waits in a WQE behind READs still answered */
+	bool fail_marked;
 	/* READ responses to queue: [rdq_head, rdq_tail) */
 	struct vrdma_tmsg rdq[VRDMA_DP_READS];
 	u32 rdq_head, rdq_tail;

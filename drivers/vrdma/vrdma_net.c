@@ -26,6 +26,11 @@ static unsigned short udp_port = VRDMA_UDP_PORT;
 module_param(udp_port, ushort, 0444);
 MODULE_PARM_DESC(udp_port, "UDP destination port of the vrdma transport");
 
+static unsigned int tx_queue_kb = 1024;
+module_param(tx_queue_kb, uint, 0644);
+MODULE_PARM_DESC(tx_queue_kb,
+		 "KB of vrdma packets (truesize) a network namespace may have queued below its socket (qdisc, driver, veth peer) before RC senders wait; 0: no limit (default 1024)");
+
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */
 	struct socket __rcu *sk4;
@@ -277,6 +282,33 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 #endif
 
 /*
+ * TX back-pressure. Every packet is charged to the namespace's socket
+ * until the layer below frees it (a NIC's TX completion, a qdisc drop, a
+ * veth peer done with it), so the socket's wmem is what sits in queues we
+ * cannot see into. udp_tunnel_xmit_skb() returns no qdisc verdict: this
+ * is how a full qdisc or TX ring throttles the senders instead of
+ * dropping their packets.
+ */
+bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r)
+{
+	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
+	unsigned int lim = READ_ONCE(tx_queue_kb);
+	struct socket *sock;
+	bool busy = false;
+
+	if (!lim)
+		return false;
+	rcu_read_lock();
+	sock = r->family == AF_INET6 ? rcu_dereference(vn->sk6) :
+				       rcu_dereference(vn->sk4);
+	if (sock)
+		busy = refcount_read(&sock->sk->sk_wmem_alloc) >
+		       (u64)lim * 1024;
+	rcu_read_unlock();
+	return busy;
+}
+
+/*
  * Send @skb (vrdma header + payload, headroom from vrdma_net_alloc_skb)
  * to @r from UDP source port @sport, which is the path entropy the
  * transport core chose. Consumes @skb in every case.
@@ -296,7 +328,7 @@ int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		sock = rcu_dereference(vn->sk4);
 	if (!sock)
 		goto drop;
-
+	skb_set_owner_w(skb, sock->sk);		/* back-pressure accounting */
 	if (r->family == AF_INET)
 		rv = vrdma_xmit4(vdev, sock->sk, r, sport, skb);
 #if IS_ENABLED(CONFIG_IPV6)

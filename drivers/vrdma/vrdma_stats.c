@@ -29,6 +29,9 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_TIMER_RUNS].name = "timer_runs",
 	[VRDMA_CNT_RX_BAD_QKEY].name = "rx_dropped_bad_qkey",
 	[VRDMA_CNT_RX_NO_RECV].name = "rx_dropped_no_recv_wqe",
+	[VRDMA_CNT_TX_BLOCKED].name = "tx_blocked",
+	[VRDMA_CNT_RESP_TIMEOUTS].name = "resp_timeouts",
+	[VRDMA_CNT_FATAL_NACK_REPLAYS].name = "fatal_nack_replays",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -30,9 +30,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <functional>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -461,6 +463,48 @@ ibv_qp_state qp_state(ibv_qp *qp)
 
 	ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
 	return a.qp_state;
+}
+
+// Wait up to @ms for @qp to reach @st.
+bool wait_state(ibv_qp *qp, ibv_qp_state st, int ms)
+{
+	auto until = Clock::now() + std::chrono::milliseconds(ms);
+
+	while (qp_state(qp) != st) {
+		if (Clock::now() > until)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(2));
+	}
+	return true;
+}
+
+// Wait up to @ms for the affiliated async event @type on @qp; every event
+// read is acknowledged (destroying a QP waits for that).
+bool wait_qp_event(ibv_qp *qp, ibv_event_type type, int ms)
+{
+	auto until = Clock::now() + std::chrono::milliseconds(ms);
+	int fl = fcntl(d.ctx->async_fd, F_GETFL);
+
+	fcntl(d.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		ibv_async_event ev;
+
+		while (!ibv_get_async_event(d.ctx, &ev)) {
+			bool hit = ev.event_type == type && ev.element.qp == qp;
+
+			if (!hit)
+				diag("async event %s", ibv_event_type_str(ev.event_type));
+			ibv_ack_async_event(&ev);
+			if (hit)
+				return true;
+		}
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			until - Clock::now()).count();
+		if (left <= 0)
+			return false;
+		pollfd pf{d.ctx->async_fd, POLLIN, 0};
+		::poll(&pf, 1, (int)left);
+	}
 }
 
 // Offsets in each side's buffer: [0, 1 MB) small messages, the rest large.
@@ -1082,6 +1126,9 @@ void c_rem_errors()
 	};
 	for (auto &e : errs) {
 		Pair p = make_pair({});
+		if (o.server())
+			post_recv(p, 5, d.buf, 64);
+		sync_peer();	// the receive is posted
 		if (!o.server()) {
 			bool at = e.op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
 				  e.op == IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -1107,8 +1154,59 @@ void c_rem_errors()
 			expect_error(p, wr, e.st, e.what);
 		}
 		sync_peer();
+		if (o.server()) {
+			// a remote access error fails the responder too, which says so
+			check(wait_state(p.qp, IBV_QPS_ERR, 10000), "%s: responder QP in ERR",
+			      e.what);
+			check(wait_qp_event(p.qp, IBV_EVENT_QP_ACCESS_ERR, 10000),
+			      "%s: responder gets IBV_EVENT_QP_ACCESS_ERR", e.what);
+			ibv_wc wc;
+			bool ok = wait_one(p.rcq, wc, IBV_WC_WR_FLUSH_ERR, -1, 10000);
+			check(ok && wc.wr_id == 5, "%s: the responder's posted receive is flushed",
+			      e.what);
+		}
+		sync_peer();
 		drop_pair(p);
 	}
+}
+
+// A remote access error behind a READ still being answered: the READ
+// completes with its data first, then the failed WRITE, in posting order.
+void c_err_after_read()
+{
+	Pair p = make_pair({});
+	const uint32_t len = 1 << 20;
+	ibv_wc wc[2];
+
+	if (o.server()) {
+		fill(d.buf, len, 44);
+		sync_peer();	// pattern in place
+		sync_peer();	// the client saw its completions
+		check(wait_state(p.qp, IBV_QPS_ERR, 10000),
+		      "responder in ERR once the READ before the error was answered");
+	} else {
+		sync_peer();
+		std::memset(big(), 0, len);
+		ibv_sge rs{(uintptr_t)big(), len, d.mr->lkey};
+		ibv_sge ws{(uintptr_t)d.buf, 64, d.mr->lkey};
+		ibv_send_wr rd = mkwr(IBV_WR_RDMA_READ, 1, &rs, 1);
+		ibv_send_wr wr = mkwr(IBV_WR_RDMA_WRITE, 2, &ws, 1);
+		rd.wr.rdma.remote_addr = p.peer.addr;
+		rd.wr.rdma.rkey = p.peer.rkey;
+		wr.wr.rdma.remote_addr = p.peer.addr;
+		wr.wr.rdma.rkey = p.peer.rkey ^ 0x80;
+		rd.next = &wr;
+		post_send(p.qp, rd);
+		bool ok = wait_one(p.scq, wc[0], IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+		check(ok && wc[0].wr_id == 1 && verify(big(), len, 44) < 0,
+		      "1 MB READ before a bad WRITE: completes with its data");
+		ok = wait_one(p.scq, wc[1], IBV_WC_REM_ACCESS_ERR);
+		check(ok && wc[1].wr_id == 2, "the WRITE after it: IBV_WC_REM_ACCESS_ERR");
+		check(qp_state(p.qp) == IBV_QPS_ERR, "requester QP in ERR");
+		sync_peer();
+	}
+	sync_peer();
+	drop_pair(p);
 }
 
 // RNR: rnr_retry 0 fails at once; 7 waits for a receive posted late.
@@ -1202,6 +1300,40 @@ void c_retry_exc()
 	drop_pair(p);
 }
 
+// The responder took a READ, then vanished: its response never comes, and
+// nothing is left to retransmit. The response timer fails the requester.
+void c_resp_timeout()
+{
+	Params pa;
+	pa.retry_cnt = 2;
+	Pair p = make_pair(pa);
+	uint32_t len = (uint32_t)(o.big_mb << 20);
+	ibv_wc wc;
+
+	if (o.server()) {
+		sync_peer();	// the READ was posted (and acknowledged) 20 ms ago
+		ibv_destroy_qp(p.qp);
+		p.qp = nullptr;
+		sync_peer();
+	} else {
+		ibv_sge s{(uintptr_t)big(), len, d.mr->lkey};
+		ibv_send_wr wr = mkwr(IBV_WR_RDMA_READ, 1, &s, 1);
+		wr.wr.rdma.remote_addr = p.peer.addr + SMALL;
+		wr.wr.rdma.rkey = p.peer.rkey;
+		auto t0 = Clock::now();
+		post_send(p.qp, wr);
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		sync_peer();
+		bool ok = wait_one(p.scq, wc, IBV_WC_RETRY_EXC_ERR, -1, 90000);
+		double s1 = std::chrono::duration<double>(Clock::now() - t0).count();
+		check(ok, "%zu MB READ, responder gone: IBV_WC_RETRY_EXC_ERR after %.1f s",
+		      o.big_mb, s1);
+		check(qp_state(p.qp) == IBV_QPS_ERR, "response timeout: QP in ERR");
+		sync_peer();
+	}
+	drop_pair(p);
+}
+
 struct Case {
 	const char *name;
 	std::function<void()> fn;
@@ -1266,9 +1398,11 @@ int main(int argc, char **argv)
 		{"large", c_large, false},
 		{"srq", c_srq, false},
 		{"rem_errors", c_rem_errors, true},
+		{"err_after_read", c_err_after_read, true},
 		{"rnr", c_rnr, true},
 		{"loc_len", c_loc_len, true},
 		{"retry_exc", c_retry_exc, true},
+		{"resp_timeout", c_resp_timeout, true},
 	};
 	for (const Case &c : cases) {
 		if (!o.only.empty() && o.only.find("," + std::string(c.name) + ",") ==
