@@ -934,8 +934,9 @@ static bool vrdma_dp_run_at(struct vrdma_xp *xp, u64 now)
 		/*
 		 * TX back-pressure: the namespace's packets still queued below
 		 * the socket (qdisc, driver ring, a veth peer's backlog) are
-		 * at their limit. Send nothing more now, look again shortly;
-		 * the transport's timers keep running meanwhile.
+		 * at their limit. Send nothing more now and look again
+		 * shortly; the sender's deadlines wait for that look
+		 * (vrdma_dp_arm), the receive side's ACKs do not.
 		 */
 		if (vrdma_net_tx_busy(xp->qp->vdev, &xp->route)) {
 			if (vt_tx_idle(xp->c))
