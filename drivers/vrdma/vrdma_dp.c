@@ -496,22 +496,29 @@ static u8 vrdma_dp_err_status(int err)
 
 /* ---- transmit --------------------------------------------------------- */
 
-static void vrdma_dp_send_ack(struct vrdma_xp *xp, u64 now)
+/* Send an ACK or NACK; a lost one is recovered by the sender's timers. */
+static void vrdma_dp_xmit_ack(struct vrdma_xp *xp, const struct vt_ack *a)
 {
 	struct vrdma_dev *vdev = xp->qp->vdev;
-	struct vt_ack ack;
 	struct sk_buff *skb;
 
-	vt_rx_build_ack(xp->c, now, &ack);
-	ack.dst_conn = xp->dest_qpn;
 	skb = vrdma_net_alloc_skb(vdev, &xp->route, VT_ACK_LEN);
 	if (!skb)
-		return;	/* the sender's timers recover a lost ACK */
-	if (vt_ack_encode(&ack, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
+		return;
+	if (vt_ack_encode(a, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
 		kfree_skb(skb);
 		return;
 	}
 	vrdma_net_xmit(vdev, &xp->route, htons(xp->sport_base), skb);
+}
+
+static void vrdma_dp_send_ack(struct vrdma_xp *xp, u64 now)
+{
+	struct vt_ack ack;
+
+	vt_rx_build_ack(xp->c, now, &ack);
+	ack.dst_conn = xp->dest_qpn;
+	vrdma_dp_xmit_ack(xp, &ack);
 }
 
 /*
@@ -522,9 +529,7 @@ static void vrdma_dp_send_ack(struct vrdma_xp *xp, u64 now)
 static void vrdma_dp_replay_nack(struct vrdma_xp *xp,
 				 const struct vt_data_hdr *h)
 {
-	struct vrdma_dev *vdev = xp->qp->vdev;
 	struct vt_ack a = {};
-	struct sk_buff *skb;
 
 	a.opcode = VT_OP_NACK;
 	a.nack_code = xp->resp_nack;
@@ -534,15 +539,8 @@ static void vrdma_dp_replay_nack(struct vrdma_xp *xp,
 	a.echo_ts = h->tx_ts;
 	a.echo_path = h->path;
 	a.rwnd = 1;
-	skb = vrdma_net_alloc_skb(vdev, &xp->route, VT_ACK_LEN);
-	if (!skb)
-		return;
-	if (vt_ack_encode(&a, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
-		kfree_skb(skb);
-		return;
-	}
-	vrdma_count(vdev, VRDMA_CNT_FATAL_NACK_REPLAYS, 1);
-	vrdma_net_xmit(vdev, &xp->route, htons(xp->sport_base), skb);
+	vrdma_count(xp->qp->vdev, VRDMA_CNT_FATAL_NACK_REPLAYS, 1);
+	vrdma_dp_xmit_ack(xp, &a);
 }
 
 /*

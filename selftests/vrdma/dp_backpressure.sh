@@ -14,7 +14,7 @@
 require_root
 require_cmd tc ib_write_bw
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 VRDMA_MODOPTS="cc=gbn tx_queue_kb=64"
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
@@ -29,17 +29,13 @@ tbf_drops() {
 	ip netns exec "$H2" tc -s qdisc show dev "$H2_IF" |
 		sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | head -n 1
 }
-counter() {
-	ip netns exec "$H2" rdma statistic show link vrdma2/1 |
-		grep -o " $1 [0-9]*" | head -n 1 | awk '{print $2}'
-}
 write_bw() {
 	dp_pair 150 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -n 100 --report_gbits -- \
 		ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -n 100 --report_gbits "$H1_IP"
 }
 
 tbf
-b0=$(counter tx_blocked)
+b0=$(dp_counter vrdma2 tx_blocked)
 if write_bw; then
 	ktap_ok "tx_queue_kb=64 behind tbf: 100 x 64 KB ib_write_bw completes"
 else
@@ -47,7 +43,7 @@ else
 	sed 's/^/# client: /' "$DP_OUT" | tail -n 15
 	sed 's/^/# server: /' "$DP_OUT.srv" | tail -n 8
 fi
-b1=$(counter tx_blocked)
+b1=$(dp_counter vrdma2 tx_blocked)
 d=$(tbf_drops)
 diag "tx_blocked $b0 -> $b1, tbf dropped ${d:-?}"
 [ "${b1:-0}" -gt "${b0:-0}" ] && ktap_ok "the sender waited for the queue (tx_blocked +$((b1 - b0)))" ||

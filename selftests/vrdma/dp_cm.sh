@@ -15,7 +15,7 @@
 require_root
 require_cmd rping ucmatose udaddy ib_send_bw ib_write_lat tc rdma
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 

@@ -10,7 +10,7 @@
 require_root
 require_cmd ibv_rc_pingpong ib_write_bw ib_read_bw tc
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 

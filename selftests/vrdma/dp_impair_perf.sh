@@ -13,7 +13,7 @@
 require_root
 require_cmd ib_send_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat tc
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 

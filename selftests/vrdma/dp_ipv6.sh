@@ -10,7 +10,7 @@
 require_root
 require_cmd ibv_rc_pingpong ib_write_bw
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 # expand6 ADDR: the 32 hex digits of an IPv6 address (one "::" allowed)
 expand6() {

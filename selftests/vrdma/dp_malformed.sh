@@ -18,7 +18,7 @@
 require_root
 require_cmd ibv_rc_pingpong rdma python3
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 PKTGEN=${VRDMA_ROOT:-$(dirname "$0")/../..}/build/userspace/tools/vrdma_pktgen
 [ -x "$PKTGEN" ] || skip_all "no $PKTGEN (make userspace)"
 
@@ -26,9 +26,6 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 SPOOF=10.231.0.99	# on the wire's subnet, nobody's address
 N=100			# packets per case
 
-counter() {	# counter DEV NAME
-	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{print $2}'
-}
 counters() {	# counters DEV NAME...: the values, one call
 	local dev=$1
 	shift
@@ -205,10 +202,10 @@ attack() {	# attack CASE: prints "client rc=X server rc=Y"
 }
 for c in inwin-bad-rkey inwin-va-overflow inwin-send-long inwin-read-resp inwin-ack; do
 	t0=$(date +%s)
-	n0=$(counter vrdma1 nacks_sent)
+	n0=$(dp_counter vrdma1 nacks_sent)
 	res=$(attack $c)
 	err=$(grep -m1 -ohE 'Failed status [^(]*|remote [a-z ]*error' "$DP_OUT" "$DP_OUT.srv" | head -n 1)
-	ktap_ok "$c on $res${err:+ ($err)}, victim NACKs +$(($(counter vrdma1 nacks_sent) - n0)) in $(($(date +%s) - t0)) s, the kernel survived"
+	ktap_ok "$c on $res${err:+ ($err)}, victim NACKs +$(($(dp_counter vrdma1 nacks_sent) - n0)) in $(($(date +%s) - t0)) s, the kernel survived"
 done
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | tr ' ' '\n' |
 	grep -A1 -xE 'nacks_sent|nacks_rcvd|rx_dropped_no_qp' | grep -v -- -- |

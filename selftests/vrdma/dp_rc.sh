@@ -10,7 +10,7 @@
 require_root
 require_cmd ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat tc
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 diag "GID index: vrdma1 $G1, vrdma2 $G2"

@@ -17,7 +17,7 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 # shellcheck disable=SC2086
 dpt "clean" "${DP_SEMANTICS_SECS:-200}" ${DP_SEMANTICS_ARGS:-}
 # the response timer (vrdma_dp_test resp_timeout) really fired
-rt=$(ip netns exec "$H2" rdma statistic show link vrdma2/1 | grep -o ' resp_timeouts [0-9]*' | awk '{print $2}')
+rt=$(dp_counter vrdma2 resp_timeouts)
 [ "${rt:-0}" -ge 1 ] && ktap_ok "READ response timer fired (resp_timeouts $rt)" ||
 	ktap_fail "resp_timeouts ${rt:-?}: the READ failed some other way"
 srq_pp "clean" 64

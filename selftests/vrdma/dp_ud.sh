@@ -17,7 +17,7 @@
 require_root
 require_cmd ibv_ud_pingpong tc python3
 require_vrdma
-[ -f /etc/libibverbs.d/vrdma.driver ] || skip_all "no vrdma provider (build/provider)"
+require_provider
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 diag "GID index: vrdma1 $G1, vrdma2 $G2"
