@@ -70,7 +70,7 @@ pktgen() {	# pktgen SRC ARGS...: from H2 (the peer's host) to the server
 }
 
 # ---- a live QP to aim at, its transport state ------------------------------
-pingpong 4000
+pingpong 10000
 if wait_until 60 have_qp; then
 	ktap_ok "server QP visible in rdma resource show qp"
 else
