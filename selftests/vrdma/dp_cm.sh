@@ -31,13 +31,21 @@ cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q LISTEN; }
 # it listens the client in $H2; 0 when both exit 0. A client whose connect
 # was rejected (a server not listening yet, see perftest below) reruns the
 # whole pair, at most three times, each rerun logged.
+# cm_dreqs: DREQs vrdma2 (client) sent and vrdma1 (server) received, from
+# ib_cm's per-port counters
+cm_dreqs() {
+	echo "$(cat /sys/class/infiniband/vrdma2/ports/1/cm_tx_msgs/dreq 2>/dev/null || echo 0)" \
+		"$(cat /sys/class/infiniband/vrdma1/ports/1/cm_rx_msgs/dreq 2>/dev/null || echo 0)"
+}
+
 cm_pair() {
-	local secs=$1 srv=() cli=() pid rc=1 src=1 t
+	local secs=$1 srv=() cli=() pid rc=1 src=1 t tx0 rx0 tx1 rx1
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
 	for t in 1 2 3; do
+		read -r tx0 rx0 <<<"$(cm_dreqs)"
 		ip netns exec "$H1" timeout -k 2 "$secs" "${srv[@]}" >"$DP_OUT.srv" 2>&1 &
 		pid=$!
 		wait_until 20 cm_listening || diag "server not listening after 20 s"
@@ -50,6 +58,20 @@ cm_pair() {
 			kill "$pid" 2>/dev/null
 			wait "$pid"
 			continue
+		fi
+		# The client's rdma_destroy_id right after rdma_disconnect
+		# cancels ib_cm's DREQ retries: when netem drops that one DREQ
+		# the server waits for a disconnect that never comes. Only
+		# then (the counters show the DREQ missing) is it stopped.
+		read -r tx1 rx1 <<<"$(cm_dreqs)"
+		if [ $rc -eq 0 ] && ! wait_until 15 eval '! kill -0 $pid 2>/dev/null' &&
+		   read -r tx1 rx1 <<<"$(cm_dreqs)" &&
+		   [ $((rx1 - rx0)) -lt $((tx1 - tx0)) ]; then
+			diag "server stopped: the client's DREQ was lost (sent $((tx1 - tx0)), received $((rx1 - rx0)))"
+			kill "$pid" 2>/dev/null
+			wait "$pid"
+			src=0
+			break
 		fi
 		wait "$pid"
 		src=$?
@@ -126,5 +148,6 @@ for cond in "loss 1%" "loss 5%" "delay 2ms 1ms" "delay 1ms reorder 25% 50%" \
 done
 dp_netem ""
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
+diag "ib_cm DREQs (client sent, server received): $(cm_dreqs)"
 diag "total $SECONDS s"
 ktap_finished
