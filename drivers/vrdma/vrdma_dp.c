@@ -1032,11 +1032,18 @@ void vrdma_dp_kick(struct vrdma_qp *qp)
 	if (!xp || !READ_ONCE(xp->started))
 		return;
 	/*
-	 * A kernel consumer may post from hard interrupt context, or from a
+	 * A user doorbell (a system call, never inside our lock) waits for
+	 * the lock: its holder is a short run on another CPU, typically the
+	 * receive softirq answering the peer, and handing over to the work
+	 * would put a thread wakeup between the post and its packet. A
+	 * kernel consumer may post from hard interrupt context, or from a
 	 * completion handler that we call with xp->lock held: hand over to
-	 * the work then.
+	 * the work when the lock is taken then.
 	 */
-	if (in_hardirq() || irqs_disabled() || !spin_trylock_bh(&xp->lock)) {
+	if (qp->user && !in_interrupt() && !irqs_disabled()) {
+		spin_lock_bh(&xp->lock);
+	} else if (in_hardirq() || irqs_disabled() ||
+		   !spin_trylock_bh(&xp->lock)) {
 		queue_work(vrdma_dp_wq, &xp->work);
 		return;
 	}
