@@ -63,7 +63,6 @@ cm_pair() {
 		# cancels ib_cm's DREQ retries: when netem drops that one DREQ
 		# the server waits for a disconnect that never comes. Only
 		# then (the counters show the DREQ missing) is it stopped.
-		read -r tx1 rx1 <<<"$(cm_dreqs)"
 		if [ $rc -eq 0 ] && ! wait_until 15 eval '! kill -0 $pid 2>/dev/null' &&
 		   read -r tx1 rx1 <<<"$(cm_dreqs)" &&
 		   [ $((rx1 - rx0)) -lt $((tx1 - tx0)) ]; then
