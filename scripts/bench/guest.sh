@@ -107,19 +107,27 @@ cputime() {
 	done <"$1"
 }
 
-# Wait until something listens on TCP port $1 (perftest's out-of-band
-# socket, iperf3, sockperf); rdma_cm listeners are not sockets, so fall
-# back to a fixed wait.
+# Wait until something listens on TCP port $1 at the server address (or
+# the wildcard): perftest's out-of-band socket, iperf3, sockperf, and siw's
+# rdma_cm listeners, which are kernel TCP sockets bound to each iWARP
+# device's own address (a wildcard rdma_listen makes one per device, one
+# after the other: the client's device may be listening while the server's
+# is not yet). Falls back to a fixed wait.
 wait_listen() {
-	local i hex _a l _b _c st
+	local i hex ip _a l _b _c st
+	local -a o
+	IFS=. read -ra o <<<"$SRV_IP"
 	printf -v hex '%04X' "$1"
+	printf -v ip '%02X%02X%02X%02X' "${o[3]}" "${o[2]}" "${o[1]}" "${o[0]}"
 	for i in {1..30}; do
 		# /proc/net/tcp with bash builtins: a fork costs ~0.1 s under TCG.
 		while read -r _a l _b st _c; do
-			[[ "$l" == *":$hex" && "$st" == 0A ]] && { sleep 0.1; return 0; }
+			[[ ("$l" == "$ip:$hex" || "$l" == "00000000:$hex") && "$st" == 0A ]] &&
+				{ sleep 0.1; return 0; }
 		done </proc/net/tcp
 		sleep 0.1
 	done
+	log "no TCP listener on $SRV_IP:$1 after 3 s; going on"
 	sleep 0.5
 }
 
@@ -237,7 +245,7 @@ perf() {
 		emit "$cond,$T,$test,$tool,$size,$streams,skipped,,,,,,,,,,$skip_rest"
 		return
 	fi
-	args=(-d DEV -F -p "$port" -s "$size" "${CONN[@]}" "${extra[@]}")
+	args=(-d DEV -F -s "$size" "${CONN[@]}" "${extra[@]}")
 	case "$test" in
 	lat) args+=(-n "$LAT_N"); to=$LAT_TIMEOUT ;;
 	probe) args+=(-n 50); to=$PROBE_TIMEOUT ;;
@@ -248,11 +256,19 @@ perf() {
 	esac
 	local try
 	for try in 1 2 3; do
-		run_pair "$to" "$tool" "${args[@]/#DEV/$DEV_S}" -- "$tool" "${args[@]/#DEV/$DEV_C}" "$SRV_IP"
+		# run_pair moves to the next port: each try gets a fresh one.
+		run_pair "$to" "$tool" -p "$port" "${args[@]/#DEV/$DEV_S}" -- "$tool" -p "$port" "${args[@]/#DEV/$DEV_C}" "$SRV_IP"
 		# perftest's CPU-clock calibration fails now and then under TCG
 		# (r^2 < 0.9) and its times come out inf: run it again.
-		[ "$rc_cli" = 0 ] && grep -q "r^2" "$tmp/cli.out" && [[ "$test" == lat || "$test" == bw8 ]] || break
-		log "$T $tool: perftest clock calibration failed, run again ($try)"
+		if [ "$rc_cli" = 0 ] && grep -q "r^2" "$tmp/cli.out" && [[ "$test" == lat || "$test" == bw8 ]]; then
+			log "$T $tool: perftest clock calibration failed, run again ($try)"
+		# A connection refused before any data moved is the harness
+		# starting the client too early, not a measurement of T.
+		elif [ "$rc_cli" != 0 ] && [ "$try" -lt 3 ] && grep -q -i -E "connection refused|REJECTED" "$tmp/cli.out"; then
+			log "$T $tool: connection refused, run again ($try): $(why "$tmp/cli.out")"
+		else
+			break
+		fi
 		pkill_mine
 	done
 	status=$(pair_status)
