@@ -262,8 +262,11 @@ perf() {
 		# (r^2 < 0.9) and its times come out inf: run it again.
 		if [ "$rc_cli" = 0 ] && grep -q "r^2" "$tmp/cli.out" && [[ "$test" == lat || "$test" == bw8 ]]; then
 			log "$T $tool: perftest clock calibration failed, run again ($try)"
-		# A connection refused before any data moved is the harness
-		# starting the client too early, not a measurement of T.
+		# A connection refused before any data moved is the client
+		# coming too early, not a measurement of T: perftest 4.5's -R
+		# server opens its data listener only after a first handshake
+		# connection, and a client that connects before is rejected
+		# (and then crashes in librdmacm; see dp_cm.sh).
 		elif [ "$rc_cli" != 0 ] && [ "$try" -lt 3 ] && grep -q -i -E "connection refused|REJECTED" "$tmp/cli.out"; then
 			log "$T $tool: connection refused, run again ($try): $(why "$tmp/cli.out")"
 		else
