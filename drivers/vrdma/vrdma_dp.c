@@ -84,6 +84,10 @@ static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
 
+static bool fill_mtu = true;
+module_param(fill_mtu, bool, 0644);
+MODULE_PARM_DESC(fill_mtu, "RC QPs whose path MTU is the port's active MTU send packets as large as the netdev MTU allows (default Y); N: path MTU sized");
+
 static u32 vrdma_dp_cc(void)
 {
 	if (sysfs_streq(cc, "dcqcn"))
@@ -1618,7 +1622,8 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 {
 	struct vrdma_xp *xp;
 	struct vt_config cfg;
-	u32 mtu, room;
+	u32 netdev_mtu, room;
+	enum ib_mtu path_mtu;
 	int rv;
 
 	if (qp->ibqp.qp_type != IB_QPT_RC)
@@ -1638,11 +1643,26 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	vrdma_net_route_init(&xp->route);	/* without it: a lookup per packet */
 
 	vt_config_default(&cfg);
-	mtu = ib_mtu_enum_to_int(qp->attr.path_mtu ? qp->attr.path_mtu :
-				 IB_MTU_1024);
-	room = READ_ONCE(qp->vdev->netdev_mtu) - 8 - VT_DATA_HDR_LEN -
-	       (xp->route.family == AF_INET6 ? 40 : 20);
-	cfg.mtu = min(mtu, room);
+	path_mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IB_MTU_1024;
+	netdev_mtu = READ_ONCE(qp->vdev->netdev_mtu);
+	room = sizeof(struct udphdr) + VT_DATA_HDR_LEN +
+	       (xp->route.family == AF_INET6 ? sizeof(struct ipv6hdr) :
+					       sizeof(struct iphdr));
+	/* below 256 bytes of room the IP layer fragments (ignore_df) */
+	room = netdev_mtu >= room + 256 ? netdev_mtu - room : 256;
+	/*
+	 * An IB MTU is a power of two and the netdev carries more: 1024
+	 * bytes of payload where a 1500-byte frame has room for 1416, 4096
+	 * where a 9000-byte one has 8916. A QP given the port's active MTU
+	 * (what perftest and rdma_cm set) asked for the largest packets the
+	 * port takes, and gets packets that fill the netdev MTU; the
+	 * receiver places each by its offset, whatever its size. A smaller
+	 * path MTU is the user's choice and is kept.
+	 */
+	if (fill_mtu && path_mtu >= vrdma_mtu_from_netdev(netdev_mtu))
+		cfg.mtu = min_t(u32, room, VT_MAX_PAYLOAD);
+	else
+		cfg.mtu = min_t(u32, ib_mtu_enum_to_int(path_mtu), room);
 	/*
 	 * A VM path's base delay is unknown and its host jitter large:
 	 * Swift on queueing delay above the minimum, with a VM-sized target

@@ -17,7 +17,7 @@
 
 struct vrdma_qp_snap {
 	const char *cc;
-	u32 cwnd_fp, wnd, rate_mbps, peer_rwnd;
+	u32 cwnd_fp, wnd, rate_mbps, peer_rwnd, pkt_payload;
 	u32 snd_una, snd_nxt, inflight, lost, rcv_nxt;
 	u32 backoff, retries, rnr_count;
 	bool in_recovery, started, dead;
@@ -56,6 +56,7 @@ static void vrdma_qp_snapshot(struct vrdma_xp *xp, struct vrdma_qp_snap *s)
 	s->cc = c->ops->name;
 	s->cwnd_fp = c->tx.cwnd_fp;
 	s->wnd = vt_tx_wnd(c);
+	s->pkt_payload = c->cfg.mtu;
 	s->rate_mbps = c->cfg.cc == VT_CC_DCQCN ? c->tx.cc.dcqcn.rc : 0;
 	s->peer_rwnd = c->tx.rwnd;
 	s->snd_una = c->tx.snd_una;
@@ -105,6 +106,7 @@ static int vrdma_qp_put(struct sk_buff *msg, const struct vrdma_qp_snap *s)
 	    rdma_nl_put_driver_u32(msg, "cwnd_fp", s->cwnd_fp) ||
 	    rdma_nl_put_driver_u32(msg, "wnd", s->wnd) ||
 	    rdma_nl_put_driver_u32(msg, "peer_rwnd", s->peer_rwnd) ||
+	    rdma_nl_put_driver_u32(msg, "pkt_payload", s->pkt_payload) ||
 	    (s->rate_mbps &&
 	     rdma_nl_put_driver_u32(msg, "rate_mbps", s->rate_mbps)) ||
 	    rdma_nl_put_driver_u64(msg, "srtt_ns", s->srtt) ||
