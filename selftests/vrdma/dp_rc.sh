@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # RC traffic between two hosts over vrdma with the standard tools:
-# ibv_rc_pingpong with buffer validation (-c) for several sizes, and
-# perftest's ib_send/ib_write/ib_read/ib_atomic bw and ib_send/ib_write/
-# ib_atomic lat.
+# ibv_rc_pingpong with buffer validation (-c) for several sizes, the
+# packet size that follows the MTUs, and perftest's ib_send/ib_write/
+# ib_read/ib_atomic bw and ib_send/ib_write/ib_atomic lat.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
@@ -23,6 +23,34 @@ for size in 1 4096 65536; do
 		ktap_fail "ibv_rc_pingpong -c, $size bytes"
 	fi
 done
+
+# Packet size: at the port's active MTU (1024 on this 1500-byte veth) a
+# data packet carries what the netdev MTU leaves, 1500 - 20 - 8 - 56 = 1416
+# bytes: a 64 KB SEND is 47 packets. A smaller path MTU (-m 512) is kept,
+# and so is the IB MTU with fill_mtu=N. Counted at the receiver (a rare
+# retransmission adds a packet: 10% slack).
+pkts_per_msg() {	# pkts_per_msg LABEL WANT ARGS...
+	local label=$1 want=$2 b a per
+	shift 2
+	b=$(dp_counter vrdma1 rx_data_packets)
+	if ! dp_pair 90 ibv_rc_pingpong -d vrdma1 -g "$G1" -n 20 -s 65536 -c "$@" -- \
+		ibv_rc_pingpong -d vrdma2 -g "$G2" -n 20 -s 65536 -c "$@" "$H1_IP"; then
+		ktap_fail "$label: ibv_rc_pingpong 64 KB $*"
+		return
+	fi
+	a=$(dp_counter vrdma1 rx_data_packets)
+	per=$(((a - b) / 20))
+	if [ "$per" -ge "$want" ] && [ "$per" -lt $((want + want / 10)) ]; then
+		ktap_ok "$label: $per packets per 64 KB message (want $want)"
+	else
+		ktap_fail "$label: $per packets per 64 KB message (want $want; rx_data_packets $b -> $a)"
+	fi
+}
+pkts_per_msg "active MTU, packets fill the netdev MTU" 47
+pkts_per_msg "path MTU 512 kept" 128 -m 512
+echo N >/sys/module/vrdma/parameters/fill_mtu
+pkts_per_msg "fill_mtu=N: IB MTU 1024" 64
+echo Y >/sys/module/vrdma/parameters/fill_mtu
 
 pt() {	# pt TOOL ARGS...: perftest pair on vrdma, prints its result line
 	local tool=$1
