@@ -96,7 +96,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		goto err_count;
 	if (!attr->srq) {
 		rv = vrdma_ring_alloc(&qp->rq, attr->cap.max_recv_wr,
-				      sizeof(struct vrdma_rqe), 0);
+				      sizeof(struct vrdma_rqe),
+				      sizeof(struct vrdma_rq_ctrl));
 		if (rv)
 			goto err_sq;
 	}
@@ -138,6 +139,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 				goto err_xa;
 			resp.num_rqe = qp->rq.num;
 			resp.rq_size = qp->rq.size;
+			resp.comp_mask |= VRDMA_CREATE_QP_RESP_RQ_CTRL;
 		}
 		resp.qp_id = qpn;
 		resp.num_sqe = qp->sq.num;
@@ -253,6 +255,26 @@ static void vrdma_qp_flush(struct vrdma_qp *qp)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	vrdma_flush_ring(qp, &qp->rq, false, to_vcq(qp->ibqp.recv_cq));
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+/*
+ * Every state change goes through here: the provider reads the state from
+ * the RQ ring's vrdma_rq_ctrl (uapi) to learn that a receive it posted
+ * needs a doorbell. The barrier orders the store before the flush that
+ * follows a change to ERR, against the provider's post-fence-read.
+ */
+static void vrdma_qp_set_state(struct vrdma_qp *qp, enum ib_qp_state state)
+{
+	qp->state = state;
+	if (qp->rq.buf) {
+		struct vrdma_rq_ctrl *ctrl = qp->rq.buf +
+					     (size_t)qp->rq.num *
+					     qp->rq.slot_size;
+
+		WRITE_ONCE(ctrl->qp_state, state);
+		/* pairs with the provider's fence after posting RQEs */
+		smp_mb();
+	}
 }
 
 /* RESET drops queued WQEs without completions (IBA 10.3.1: "Reset"). */
@@ -399,7 +421,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			rv = vrdma_dp_start(qp);
 		if (rv)
 			goto out;
-		qp->state = next;
+		vrdma_qp_set_state(qp, next);
 		/* a UD doorbell rung before RTS left its WQEs queued */
 		if (next == IB_QPS_RTS && vrdma_qp_is_ud(qp))
 			vrdma_ud_kick(qp);
@@ -428,7 +450,7 @@ int vrdma_qp_set_error(struct vrdma_qp *qp)
 	if (!mutex_trylock(&qp->state_lock))
 		return -EAGAIN;
 	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
-		qp->state = IB_QPS_ERR;
+		vrdma_qp_set_state(qp, IB_QPS_ERR);
 		vrdma_dp_quiesce(qp);
 		vrdma_qp_flush(qp);
 	}

@@ -13,8 +13,9 @@
  * in its flags word: the producer fills the slot and then sets the bit
  * with a release store; the consumer tests it with an acquire load, reads
  * the slot and clears the bit with a release store. The flags word is the
- * first 32 bits of every slot type. Nothing else of a ring
- * is shared, so posting a receive and polling a CQ take no system call.
+ * first 32 bits of every slot type. Besides the slots, a CQ ring carries
+ * struct vrdma_cq_ctrl and an RQ ring struct vrdma_rq_ctrl; posting a
+ * receive and polling a CQ take no system call.
  */
 #ifndef VRDMA_ABI_USER_H
 #define VRDMA_ABI_USER_H
@@ -189,8 +190,30 @@ struct vrdma_create_qp_cmd {
 	__u8 reserved_32[4];
 };
 
+enum vrdma_create_qp_resp_mask {
+	/* the RQ mapping ends with struct vrdma_rq_ctrl (rq_size covers it) */
+	VRDMA_CREATE_QP_RESP_RQ_CTRL	= 1 << 0,
+};
+
+/*
+ * Behind the RQE array of a QP's RQ ring (at num_rqe * rqe_size), in the
+ * same mapping, when VRDMA_CREATE_QP_RESP_RQ_CTRL is set. The kernel
+ * writes qp_state (enum ib_qp_state) at every state change, and on
+ * entering ERR does so, with a full barrier, before it flushes the rings.
+ * Posting a receive takes no system call, so a provider that posts to a
+ * QP in ERR must tell the kernel: after publishing the RQEs it fences and
+ * reads qp_state, and on ERR rings the send doorbell, which flushes both
+ * queues. Either the kernel's flush sees the new RQEs or the provider
+ * sees ERR.
+ */
+struct vrdma_rq_ctrl {
+	__u32 qp_state;
+	__u32 reserved_32;
+	__aligned_u64 reserved_64;
+};
+
 struct vrdma_create_qp_resp {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum vrdma_create_qp_resp_mask */
 	__u32 qp_id;
 	__u32 num_sqe;
 	__u32 num_rqe;			/* 0 with an SRQ */

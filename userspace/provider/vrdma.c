@@ -374,6 +374,13 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 				     sizeof(struct vrdma_rqe));
 		if (ret)
 			goto err;
+		if ((resp.drv.comp_mask & VRDMA_CREATE_QP_RESP_RQ_CTRL) &&
+		    resp.drv.rq_size >= (uint64_t)resp.drv.num_rqe *
+				sizeof(struct vrdma_rqe) +
+				sizeof(struct vrdma_rq_ctrl))
+			qp->rq_ctrl = (void *)((char *)qp->rq.map +
+				(size_t)resp.drv.num_rqe *
+				sizeof(struct vrdma_rqe));
 	}
 	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
@@ -670,13 +677,28 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
+	int ret;
 
 	if (qp->srq) {
 		*bad_wr = wr;
 		errno = EINVAL;
 		return errno;
 	}
-	return vrdma_post_rqe(&qp->rq, ibqp->context, wr, bad_wr);
+	ret = vrdma_post_rqe(&qp->rq, ibqp->context, wr, bad_wr);
+	/*
+	 * A QP in ERR flushes new receives, but the kernel does not see
+	 * this post: after a full fence (the RQEs are published), read the
+	 * state it wrote before its own flush, and on ERR ring the doorbell,
+	 * which flushes (uapi: struct vrdma_rq_ctrl).
+	 */
+	if (qp->rq_ctrl && (!ret || *bad_wr != wr)) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit((_Atomic(uint32_t) *)
+					 &qp->rq_ctrl->qp_state,
+					 memory_order_relaxed) == IBV_QPS_ERR)
+			vrdma_ring_doorbell(qp);
+	}
+	return ret;
 }
 
 static int vrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,

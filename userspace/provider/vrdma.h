@@ -100,6 +100,8 @@ struct vrdma_qp {
 	struct vrdma_ring sq;
 	struct vrdma_ring rq;
 	struct vrdma_srq *srq;
+	/* the kernel's QP state behind the RQ slots; NULL from older kernels */
+	struct vrdma_rq_ctrl *rq_ctrl;
 	/* send doorbell: a zero-WR post_send on the write() path */
 	struct ibv_post_send db_req;
 	struct ib_uverbs_post_send_resp db_resp;

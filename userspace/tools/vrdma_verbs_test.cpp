@@ -435,6 +435,19 @@ void test_qp(Dev &d)
 			      wc[0].status == IBV_WC_WR_FLUSH_ERR,
 		      "post_send in ERR is flushed at the doorbell");
 	}
+	{
+		/* no system call posts it: the provider reads the state */
+		ibv_recv_wr rw{}, *bad;
+		rw.wr_id = 400;
+		rw.sg_list = &sge;
+		rw.num_sge = 1;
+		check(ibv_post_recv(qp, &rw, &bad) == 0 &&
+			      ibv_poll_cq(cq2, 1, wc) == 1 &&
+			      wc[0].wr_id == 400 &&
+			      wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+			      wc[0].opcode == IBV_WC_RECV,
+		      "post_recv in ERR is flushed at once");
+	}
 	a = {};
 	a.qp_state = IBV_QPS_RESET;
 	check(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 &&
