@@ -341,9 +341,11 @@ TEST_F(Tx, TailLossProbeFiresAfterPto)
 	EXPECT_EQ(d.cause, VT_CAUSE_TLP);
 	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
 	EXPECT_EQ(c->stats[VT_STAT_RETX_TLP], 1u);
-	// one probe per episode; the RTO is next
+	// one probe per episode; the RTO is next, counted from the probe
+	// (RFC 8985 7.3), not from the tail's first transmission
 	EXPECT_EQ(poll(150 * US), VT_TX_WAIT);
-	EXPECT_EQ(d.wake_at, 100 * US + cfg.rto_min_ns);
+	EXPECT_EQ(d.wake_at, 150 * US + vt_tx_rto(c.get()));
+	EXPECT_GT(d.wake_at, 100 * US + cfg.rto_min_ns);
 	// the probe's ACK reveals the loss of pkt 1
 	vt_ack a = ack(1, 150 * US, 2);
 	sack_set(a, 1);
@@ -352,6 +354,29 @@ TEST_F(Tx, TailLossProbeFiresAfterPto)
 	ASSERT_EQ(poll(170 * US), VT_TX_RETX);
 	EXPECT_EQ(d.psn, 1u);
 	EXPECT_EQ(d.cause, VT_CAUSE_RACK);
+}
+
+TEST_F(Tx, TailLossProbeRepairsALossWithoutATimeout)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 1000), 0);
+	EXPECT_EQ(send(100 * US), 1u); // lost
+	const uint64_t first_rto = c->tx.rto_deadline;
+	vt_tx_on_timer(c.get(), 150 * US);
+	ASSERT_EQ(poll(150 * US), VT_TX_RETX);
+	EXPECT_EQ(d.cause, VT_CAUSE_TLP);
+	// the probe's ACK is slow (a host stall): it comes after the RTO the
+	// first transmission had armed, but within an RTO of the probe
+	const uint64_t late = first_rto + 10 * US;
+	ASSERT_LT(late, 150 * US + vt_tx_rto(c.get()));
+	vt_tx_on_timer(c.get(), late);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+	ASSERT_EQ(on_ack(ack(2, 150 * US, 1), late + US), 0);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+	EXPECT_EQ(c->tx.backoff, 0u);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
 }
 
 TEST_F(Tx, TailLossProbeSendsNewDataWhenItCan)

@@ -689,6 +689,14 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 		t->tlp_pending = false;
 		t->tlp_out = true;
 		c->stats[VT_STAT_TLP_PROBES]++;
+		/*
+		 * RFC 8985 7.3: after a probe the RTO counts from now. Left
+		 * at the tail's first transmission it fires an RTO - PTO
+		 * after the probe, often before the probe's ACK can return:
+		 * a spurious timeout (backoff, window cut, repath) for
+		 * nearly every tail loss the probe had already repaired.
+		 */
+		t->rto_deadline = now + vt_tx_rto(c);
 		if (new_allowed(c)) {
 			do_send(c, now, d);
 			d->flags |= VT_F_ACKREQ;
