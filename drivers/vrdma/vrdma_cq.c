@@ -32,11 +32,6 @@ static int vrdma_cq_ring_alloc(struct vrdma_cq *cq, struct vrdma_ring *r,
 	return rv;
 }
 
-static struct vrdma_cq_ctrl *vrdma_cq_ctrl(struct vrdma_ring *r)
-{
-	return r->buf + (size_t)r->num * sizeof(struct vrdma_cqe);
-}
-
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata)
 {
@@ -68,7 +63,7 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 				 &resp.cq_key);
 	if (rv)
 		goto err_count;
-	cq->ctrl = vrdma_cq_ctrl(&cq->ring);
+	cq->ctrl = vrdma_ring_ctrl(&cq->ring);
 	ibcq->cqe = cq->ring.num;
 
 	if (udata) {
@@ -107,6 +102,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_resize_cq_resp resp = {};
 	struct vrdma_ring new, old;
+	struct vrdma_cq_ctrl *ctrl;
 	u32 pending = 0, i, first;
 	int rv;
 
@@ -146,10 +142,11 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		       sizeof(struct vrdma_cqe));
 	new.prod = pending;
 	new.cons = 0;
-	vrdma_cq_ctrl(&new)->notify = READ_ONCE(cq->ctrl->notify);
+	ctrl = vrdma_ring_ctrl(&new);
+	ctrl->notify = READ_ONCE(cq->ctrl->notify);
 	old = cq->ring;
 	cq->ring = new;
-	cq->ctrl = vrdma_cq_ctrl(&cq->ring);
+	cq->ctrl = ctrl;
 	ibcq->cqe = cq->ring.num;
 	spin_unlock_irq(&cq->lock);
 

@@ -1622,7 +1622,7 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 {
 	struct vrdma_xp *xp;
 	struct vt_config cfg;
-	u32 netdev_mtu, room;
+	u32 netdev_mtu, hdrs, room;
 	enum ib_mtu path_mtu;
 	int rv;
 
@@ -1645,11 +1645,11 @@ int vrdma_dp_connect(struct vrdma_qp *qp)
 	vt_config_default(&cfg);
 	path_mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IB_MTU_1024;
 	netdev_mtu = READ_ONCE(qp->vdev->netdev_mtu);
-	room = sizeof(struct udphdr) + VT_DATA_HDR_LEN +
+	hdrs = sizeof(struct udphdr) + VT_DATA_HDR_LEN +
 	       (xp->route.family == AF_INET6 ? sizeof(struct ipv6hdr) :
 					       sizeof(struct iphdr));
 	/* below 256 bytes of room the IP layer fragments (ignore_df) */
-	room = netdev_mtu >= room + 256 ? netdev_mtu - room : 256;
+	room = netdev_mtu >= hdrs + 256 ? netdev_mtu - hdrs : 256;
 	/*
 	 * An IB MTU is a power of two and the netdev carries more: 1024
 	 * bytes of payload where a 1500-byte frame has room for 1416, 4096

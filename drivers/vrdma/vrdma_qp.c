@@ -267,9 +267,7 @@ static void vrdma_qp_set_state(struct vrdma_qp *qp, enum ib_qp_state state)
 {
 	qp->state = state;
 	if (qp->rq.buf) {
-		struct vrdma_rq_ctrl *ctrl = qp->rq.buf +
-					     (size_t)qp->rq.num *
-					     qp->rq.slot_size;
+		struct vrdma_rq_ctrl *ctrl = vrdma_ring_ctrl(&qp->rq);
 
 		WRITE_ONCE(ctrl->qp_state, state);
 		/* pairs with the provider's fence after posting RQEs */

@@ -99,6 +99,12 @@ static inline void *vrdma_ring_slot(struct vrdma_ring *r, u32 idx)
 	return r->buf + (size_t)(idx & (r->num - 1)) * r->slot_size;
 }
 
+/* The control area behind the slots (vrdma_ring_alloc's @extra bytes). */
+static inline void *vrdma_ring_ctrl(struct vrdma_ring *r)
+{
+	return r->buf + (size_t)r->num * r->slot_size;
+}
+
 int vrdma_ring_alloc(struct vrdma_ring *r, u32 num, u32 slot_size,
 		     size_t extra);
 void vrdma_ring_free(struct vrdma_ring *r);

@@ -157,8 +157,9 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *ctx, int cqe,
 	}
 	ret = -vrdma_ring_map(&cq->ring, ctx, resp.drv.cq_key, resp.drv.cq_size,
 			     resp.drv.num_cqe, sizeof(struct vrdma_cqe));
-	if (ret || resp.drv.cq_size < (uint64_t)resp.drv.num_cqe *
-			sizeof(struct vrdma_cqe) + sizeof(struct vrdma_cq_ctrl)) {
+	cq->ctrl = ret ? NULL : vrdma_ring_ctrl(&cq->ring,
+						sizeof(*cq->ctrl));
+	if (!cq->ctrl) {
 		verbs_err(verbs_get_ctx(ctx), "libvrdma: CQ mapping failed\n");
 		vrdma_ring_unmap(&cq->ring);
 		ibv_cmd_destroy_cq(&cq->ibv_cq);
@@ -167,9 +168,6 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *ctx, int cqe,
 		return NULL;
 	}
 	cq->cq_id = resp.drv.cq_id;
-	cq->ctrl = (void *)((uint8_t *)cq->ring.map +
-			    (size_t)cq->ring.num_slots *
-			    sizeof(struct vrdma_cqe));
 	pthread_spin_init(&cq->ring.lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->ibv_cq;
 }
@@ -193,14 +191,17 @@ static int vrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 			     sizeof(struct vrdma_cqe));
 	if (ret)
 		goto out;
+	if (!vrdma_ring_ctrl(&new_ring, sizeof(*cq->ctrl))) {
+		vrdma_ring_unmap(&new_ring);
+		ret = EINVAL;
+		goto out;
+	}
 	vrdma_ring_unmap(&cq->ring);
 	cq->ring.map = new_ring.map;
 	cq->ring.map_size = new_ring.map_size;
 	cq->ring.num_slots = new_ring.num_slots;
 	cq->ring.head = 0;
-	cq->ctrl = (void *)((uint8_t *)cq->ring.map +
-			    (size_t)cq->ring.num_slots *
-			    sizeof(struct vrdma_cqe));
+	cq->ctrl = vrdma_ring_ctrl(&cq->ring, sizeof(*cq->ctrl));
 out:
 	pthread_spin_unlock(&cq->ring.lock);
 	return ret;
@@ -374,13 +375,9 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 				     sizeof(struct vrdma_rqe));
 		if (ret)
 			goto err;
-		if ((resp.drv.comp_mask & VRDMA_CREATE_QP_RESP_RQ_CTRL) &&
-		    resp.drv.rq_size >= (uint64_t)resp.drv.num_rqe *
-				sizeof(struct vrdma_rqe) +
-				sizeof(struct vrdma_rq_ctrl))
-			qp->rq_ctrl = (void *)((char *)qp->rq.map +
-				(size_t)resp.drv.num_rqe *
-				sizeof(struct vrdma_rqe));
+		if (resp.drv.comp_mask & VRDMA_CREATE_QP_RESP_RQ_CTRL)
+			qp->rq_ctrl = vrdma_ring_ctrl(&qp->rq,
+						      sizeof(*qp->rq_ctrl));
 	}
 	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);

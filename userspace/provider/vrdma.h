@@ -151,6 +151,15 @@ static inline void *vrdma_ring_slot(struct vrdma_ring *r, uint32_t idx)
 	return (uint8_t *)r->map + (size_t)(idx % r->num_slots) * r->slot_size;
 }
 
+/* The control area of @size bytes behind the slots; NULL if not mapped. */
+static inline void *vrdma_ring_ctrl(struct vrdma_ring *r, size_t size)
+{
+	size_t off = (size_t)r->num_slots * r->slot_size;
+
+	return r->map && r->map_size >= off + size ?
+	       (uint8_t *)r->map + off : NULL;
+}
+
 /* Slot ownership: the first 32-bit word of every slot is its flags word. */
 static inline uint32_t vrdma_load_flags(void *slot)
 {
