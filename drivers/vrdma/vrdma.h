@@ -68,7 +68,7 @@ struct vrdma_dev {
 	 * connection's counters go when it is destroyed.
 	 */
 	spinlock_t conn_lock;		/* conns, conn_retired */
-	struct list_head conns;		/* vrdma_xp.stats_node */
+	struct list_head conns;		/* vrdma_rc_conn.stats_node */
 	u64 conn_retired[VT_STAT_MAX];
 };
 
@@ -100,17 +100,25 @@ int vrdma_net_attach(struct net *net);
 struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 				    const struct vrdma_route *r,
 				    unsigned int len);
+int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
+			const struct ib_global_route *grh);
+__be16 vrdma_net_sport(u32 qpn, u16 entropy);
 int vrdma_net_route_init(struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb);
+
+/* vrdma_rx.c */
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
 
 /* vrdma_stats.c */
+struct vrdma_rc_conn;
 extern const struct ib_device_ops vrdma_stats_ops;
 void vrdma_stats_init(void);
 void vrdma_stats_dev_init(struct vrdma_dev *vdev);
+void vrdma_stats_conn_add(struct vrdma_dev *vdev, struct vrdma_rc_conn *rc);
+void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_rc_conn *rc);
 
 /* vrdma_restrack.c */
 extern const struct ib_device_ops vrdma_restrack_ops;

@@ -206,6 +206,28 @@ int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 	return 0;
 }
 
+/* The completion opcode of a send WQE's opcode (enum vrdma_sq_opcode). */
+enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
+{
+	switch (op) {
+	case VRDMA_OP_RDMA_WRITE:
+	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case VRDMA_OP_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case VRDMA_OP_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case VRDMA_OP_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case VRDMA_OP_REG_MR:
+		return IB_WC_REG_MR;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
 static enum ib_wc_opcode vrdma_wc_opcode(u8 op)
 {
 	return (enum ib_wc_opcode)op;

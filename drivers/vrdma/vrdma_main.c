@@ -19,7 +19,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "vrdma.h"
-#include "vrdma_dp.h"
+#include "vrdma_rc.h"
 #include "rdma/vrdma-abi.h"
 
 static char *netdevs;
@@ -337,7 +337,7 @@ static int __init vrdma_init(void)
 	int rv;
 
 	vrdma_stats_init();
-	rv = vrdma_dp_init();
+	rv = vrdma_rc_init();
 	if (rv)
 		return rv;
 
@@ -365,7 +365,7 @@ err_wq:
 err_net:
 	vrdma_net_exit();
 err_dp:
-	vrdma_dp_exit();
+	vrdma_rc_exit();
 	return rv;
 }
 
@@ -378,7 +378,7 @@ static void __exit vrdma_exit(void)
 	ib_unregister_driver(VRDMA_DRIVER_ID);
 	WARN_ON(!list_empty(&vrdma_dev_list));
 	vrdma_net_exit();
-	vrdma_dp_exit();
+	vrdma_rc_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

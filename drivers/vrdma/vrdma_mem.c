@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vrdma_mem.c - memory regions: DMA MRs, user MRs pinned with ib_umem,
- * and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg).
+ * and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
+ * and every data-path access to them: one check of PD, key, rights and
+ * range (vrdma_mr_get, as siw_check_mem), copies to and from MRs and
+ * scatter/gather lists, remote atomics, REG_MR and invalidation.
  *
  * Keys: the upper 24 bits index the device's MR xarray (allocated
  * cyclically from a random start), the low 8 bits are random and change
  * with ib_update_fast_reg_key(); a key is only valid when both match, so
  * keys are not guessable from one another.
  */
+#include <linux/highmem.h>
 #include <linux/random.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
+#include "vt_wire.h"
 
 #define VRDMA_MR_IDX_MAX	0xffffff
 
@@ -165,7 +171,7 @@ static int vrdma_set_page(struct ib_mr *ibmr, u64 addr)
 
 /*
  * ib_sg_to_pages() fills iova, length and page list; a REG_MR work request
- * activates the MR (vrdma_dp.c), LOCAL_INV or SEND_WITH_INV frees it.
+ * activates the MR (vrdma_mr_fast_reg), LOCAL_INV or SEND_WITH_INV frees it.
  */
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 		    unsigned int *sg_offset)
@@ -189,4 +195,330 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	ib_umem_release(mr->umem);
 	vrdma_mr_del(mr, ibmr->device);
 	return 0;
+}
+
+/* ---- data-path access ----------------------------------------------- */
+
+/*
+ * Remote atomics execute under one lock for all devices (IB_ATOMIC_HCA,
+ * as rxe): atomic against each other, not against the CPUs.
+ */
+static DEFINE_SPINLOCK(vrdma_atomic_lock);
+
+#define VRDMA_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
+			     IB_ACCESS_REMOTE_ATOMIC)
+
+static bool vrdma_mr_covers(struct vrdma_mr *mr, u64 iova, u64 len)
+{
+	u64 off;
+
+	if (mr->type == VRDMA_MR_DMA)
+		return true;
+	if (iova < mr->ibmr.iova)
+		return false;
+	off = iova - mr->ibmr.iova;
+	return off <= mr->ibmr.length && len <= mr->ibmr.length - off;
+}
+
+/*
+ * The one check of every data-path access: the MR of @key in @qp's PD,
+ * by its rkey when @access asks for a remote right (else its lkey), that
+ * grants @access (0: read locally) over [@iova, @iova + @len). NULL when
+ * any of it fails. A fast-registration MR is usable between its REG_MR
+ * and its invalidation, by the key of that REG_MR. Caller holds RCU.
+ */
+static struct vrdma_mr *vrdma_mr_get(struct vrdma_qp *qp, u32 key,
+				     int access, u64 iova, u64 len)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
+	bool remote = access & VRDMA_REMOTE_ACCESS;
+
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "vrdma_mr_get without RCU");
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
+		return NULL;
+	if (mr->type == VRDMA_MR_FAST) {
+		/* pairs with vrdma_mr_fast_reg()'s release: key, access */
+		if (!smp_load_acquire(&mr->fast_valid) ||
+		    READ_ONCE(mr->fast_key) != key)
+			return NULL;
+	} else if ((remote ? mr->ibmr.rkey : mr->ibmr.lkey) != key) {
+		return NULL;
+	}
+	if (access && !(READ_ONCE(mr->access) & access))
+		return NULL;
+	return vrdma_mr_covers(mr, iova, len) ? mr : NULL;
+}
+
+bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		    u64 len)
+{
+	bool ok;
+
+	rcu_read_lock();
+	ok = vrdma_mr_get(qp, key, access, iova, len);
+	rcu_read_unlock();
+	return ok;
+}
+
+static void vrdma_copy(void *mem, void *buf, u32 n, bool to_mr)
+{
+	if (to_mr)
+		memcpy(mem, buf, n);
+	else
+		memcpy(buf, mem, n);
+}
+
+static int vrdma_umem_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
+			   bool to_mr)
+{
+	struct ib_umem *umem = mr->umem;
+	u64 pos = iova - mr->ibmr.iova + ib_umem_offset(umem);
+	struct sg_page_iter piter;
+	u32 poff = pos & ~PAGE_MASK;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &piter,
+			      pos >> PAGE_SHIFT) {
+		u32 n = min_t(u32, len, PAGE_SIZE - poff);
+		void *va = kmap_local_page(sg_page_iter_page(&piter));
+
+		vrdma_copy(va + poff, buf, n, to_mr);
+		kunmap_local(va);
+		buf += n;
+		len -= n;
+		poff = 0;
+		if (!len)
+			break;
+	}
+	return len ? -EFAULT : 0;
+}
+
+static int vrdma_fast_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
+			   bool to_mr)
+{
+	u64 psz = mr->ibmr.page_size;
+	u64 pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));
+
+	while (len) {
+		u64 idx = div64_u64(pos, psz);
+		u32 poff = pos - idx * psz;
+		u32 n = min_t(u64, len, psz - poff);
+
+		if (idx >= mr->npages)
+			return -EFAULT;
+		vrdma_copy((void *)(uintptr_t)(mr->pages[idx] + poff), buf, n,
+			   to_mr);
+		buf += n;
+		len -= n;
+		pos += n;
+	}
+	return 0;
+}
+
+/* Copy @len bytes between @buf and a checked @mr at @iova. */
+static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
+			 bool to_mr)
+{
+	if (!len)
+		return 0;
+	switch (mr->type) {
+	case VRDMA_MR_DMA:
+		vrdma_copy((void *)(uintptr_t)iova, buf, len, to_mr);
+		return 0;
+	case VRDMA_MR_USER:
+		return vrdma_umem_copy(mr, iova, buf, len, to_mr);
+	case VRDMA_MR_FAST:
+		return vrdma_fast_copy(mr, iova, buf, len, to_mr);
+	}
+	return -EFAULT;
+}
+
+/*
+ * Copy @len bytes between @buf and the MR of @key at @iova, checked for
+ * @access (IB_ACCESS_LOCAL_WRITE or a remote right when @to_mr, 0 or
+ * IB_ACCESS_REMOTE_READ otherwise). 0 or -EFAULT.
+ */
+int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		void *buf, u32 len, bool to_mr)
+{
+	struct vrdma_mr *mr;
+	int rv = -EFAULT;
+
+	rcu_read_lock();
+	mr = vrdma_mr_get(qp, key, access, iova, len);
+	if (mr)
+		rv = vrdma_mr_copy(mr, iova, buf, len, to_mr);
+	rcu_read_unlock();
+	return rv;
+}
+
+/* The kernel address of the 8 aligned bytes at @iova of @mr, or NULL. */
+static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **map)
+{
+	struct sg_page_iter piter;
+	u64 pos, psz, idx;
+
+	*map = NULL;
+	switch (mr->type) {
+	case VRDMA_MR_DMA:
+		return (u64 *)(uintptr_t)iova;
+	case VRDMA_MR_USER:
+		pos = iova - mr->ibmr.iova + ib_umem_offset(mr->umem);
+		for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter,
+				      pos >> PAGE_SHIFT) {
+			*map = kmap_local_page(sg_page_iter_page(&piter));
+			return *map + (pos & ~PAGE_MASK);
+		}
+		return NULL;
+	case VRDMA_MR_FAST:
+		psz = mr->ibmr.page_size;
+		pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));
+		idx = div64_u64(pos, psz);
+		if (idx >= mr->npages)
+			return NULL;
+		return (u64 *)(uintptr_t)(mr->pages[idx] + pos - idx * psz);
+	}
+	return NULL;
+}
+
+/*
+ * Execute a remote atomic on the 8 aligned bytes at @iova of the MR of
+ * @rkey; @orig gets the value before. 0 or -EFAULT. BHs are off (the
+ * caller holds its connection's lock).
+ */
+int vrdma_mr_atomic(struct vrdma_qp *qp, u32 rkey, u64 iova,
+		    const struct vt_atomic *a, u64 *orig)
+{
+	struct vrdma_mr *mr;
+	void *map = NULL;
+	u64 *p = NULL;
+
+	if (iova & 7)
+		return -EFAULT;
+	rcu_read_lock();
+	mr = vrdma_mr_get(qp, rkey, IB_ACCESS_REMOTE_ATOMIC, iova, 8);
+	if (mr)
+		p = vrdma_mr_word(mr, iova, &map);
+	/* an MR whose iova and address differ in alignment: refuse */
+	if (p && !((uintptr_t)p & 7)) {
+		spin_lock(&vrdma_atomic_lock);
+		*orig = READ_ONCE(*p);
+		if (a->op == VT_ATOMIC_CMP_SWP) {
+			if (*orig == a->compare)
+				WRITE_ONCE(*p, a->swap_add);
+		} else {
+			WRITE_ONCE(*p, *orig + a->swap_add);
+		}
+		spin_unlock(&vrdma_atomic_lock);
+	} else {
+		p = NULL;
+	}
+	if (map)
+		kunmap_local(map);
+	rcu_read_unlock();
+	return p ? 0 : -EFAULT;
+}
+
+/*
+ * The fast-registration MR of @key in @qp's PD, for LOCAL_INV and
+ * SEND_WITH_INV (IBA 9.4.1.4.1: only an FRMR of our PD); caller holds RCU.
+ */
+static struct vrdma_mr *vrdma_mr_inv_get(struct vrdma_qp *qp, u32 key)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
+
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "vrdma_mr_inv_get without RCU");
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
+	    READ_ONCE(mr->fast_key) != key)
+		return NULL;
+	return mr;
+}
+
+/* @key names an FRMR of @qp's PD that SEND_WITH_INV may invalidate. */
+bool vrdma_mr_can_invalidate(struct vrdma_qp *qp, u32 key)
+{
+	bool ok;
+
+	rcu_read_lock();
+	ok = vrdma_mr_inv_get(qp, key);
+	rcu_read_unlock();
+	return ok;
+}
+
+/* Invalidate the FRMR of @key: 0, or -EINVAL when there is none. */
+int vrdma_mr_invalidate(struct vrdma_qp *qp, u32 key)
+{
+	struct vrdma_mr *mr;
+
+	rcu_read_lock();
+	mr = vrdma_mr_inv_get(qp, key);
+	if (mr)
+		/* pairs with vrdma_mr_get()'s acquire */
+		smp_store_release(&mr->fast_valid, false);
+	rcu_read_unlock();
+	return mr ? 0 : -EINVAL;
+}
+
+/*
+ * REG_MR of a kernel QP: sqe.raddr is the ib_mr (a kernel pointer, so
+ * never taken from a user QP's ring), rkey its new key, ex the access.
+ * 0 or -EINVAL.
+ */
+int vrdma_mr_fast_reg(struct vrdma_qp *qp, const struct vrdma_sqe *sqe)
+{
+	struct vrdma_mr *mr;
+
+	if (qp->user || !sqe->raddr)
+		return -EINVAL;
+	mr = to_vmr((struct ib_mr *)(uintptr_t)sqe->raddr);
+	if (mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
+	    (sqe->rkey >> 8) != (mr->ibmr.lkey >> 8) ||
+	    READ_ONCE(mr->fast_valid))
+		return -EINVAL;
+	WRITE_ONCE(mr->access, sqe->ex);
+	WRITE_ONCE(mr->fast_key, sqe->rkey);
+	/* key and access before the MR can be found valid */
+	smp_store_release(&mr->fast_valid, true);
+	return 0;
+}
+
+/*
+ * Copy @len bytes between @buf and a WQE's scatter/gather list, starting
+ * @off bytes into it, each SGE checked by its lkey (LOCAL_WRITE to
+ * write). IB_WC_SUCCESS, LOC_PROT_ERR or LOC_LEN_ERR (list too short).
+ */
+enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
+				 const struct vrdma_sge *sge, u32 nsge,
+				 u32 off, void *buf, u32 len, bool to_mr)
+{
+	int access = to_mr ? IB_ACCESS_LOCAL_WRITE : 0;
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		if (vrdma_mr_rw(qp, sge[i].lkey, access, sge[i].addr + off,
+				buf, n, to_mr))
+			return IB_WC_LOC_PROT_ERR;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : IB_WC_SUCCESS;
+}
+
+u64 vrdma_sge_total(const struct vrdma_sge *sge, u32 nsge)
+{
+	u64 total = 0;
+	u32 i;
+
+	for (i = 0; i < nsge; i++)
+		total += sge[i].length;
+	return total;
 }

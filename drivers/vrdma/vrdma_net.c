@@ -12,6 +12,7 @@
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
+#include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
@@ -181,6 +182,48 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 		return NULL;
 	skb_reserve(skb, hdr);
 	return skb;
+}
+
+/*
+ * The route from source GID @sgid to the destination GID of @grh, with
+ * its traffic class, hop limit and flow label: both GIDs IPv4-mapped
+ * (IPv4) or both not (IPv6), else -EINVAL. One helper for RC (the QP's
+ * address vector) and UD (each WQE's AH).
+ */
+int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
+			const struct ib_global_route *grh)
+{
+	const struct in6_addr *d = (const struct in6_addr *)grh->dgid.raw;
+	const struct in6_addr *s = (const struct in6_addr *)sgid->raw;
+
+	memset(r, 0, sizeof(*r));
+	if (ipv6_addr_v4mapped(d) != ipv6_addr_v4mapped(s))
+		return -EINVAL;
+	if (ipv6_addr_v4mapped(d)) {
+		r->family = AF_INET;
+		r->daddr.v4 = d->s6_addr32[3];
+		r->saddr.v4 = s->s6_addr32[3];
+	} else {
+		r->family = AF_INET6;
+		r->daddr.v6 = *d;
+		r->saddr.v6 = *s;
+	}
+	r->tos = grh->traffic_class;
+	r->ttl = grh->hop_limit;
+	r->flow_label = cpu_to_be32(grh->flow_label & 0xfffff);
+	return 0;
+}
+
+/*
+ * The UDP source port of @qpn's packets: a base in the ephemeral range,
+ * one per QP (64 apart), plus the transport's path entropy, so that
+ * networks hashing on the port spread QPs and paths.
+ */
+__be16 vrdma_net_sport(u32 qpn, u16 entropy)
+{
+	u16 base = 0xc000 | ((qpn * 64) & 0x3fc0);
+
+	return htons((u16)(base + entropy));
 }
 
 /*

@@ -14,7 +14,7 @@
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
-#include "vrdma_dp.h"
+#include "vrdma_rc.h"
 #include "vrdma_ud.h"
 
 static const char * const vrdma_qp_state_name[] = {
@@ -174,34 +174,13 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 */
 	if (vrdma_qp_is_ud(qp))
 		vrdma_ud_destroy(qp);
-	else if (!READ_ONCE(qp->xp))
+	else if (!READ_ONCE(qp->rc))
 		synchronize_rcu();
-	vrdma_dp_destroy(qp);
+	vrdma_rc_destroy(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
 	atomic_dec(&vd->n_qp);
 	return 0;
-}
-
-enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
-{
-	switch (op) {
-	case VRDMA_OP_RDMA_WRITE:
-	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case VRDMA_OP_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case VRDMA_OP_ATOMIC_CMP_AND_SWP:
-		return IB_WC_COMP_SWAP;
-	case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
-		return IB_WC_FETCH_ADD;
-	case VRDMA_OP_LOCAL_INV:
-		return IB_WC_LOCAL_INV;
-	case VRDMA_OP_REG_MR:
-		return IB_WC_REG_MR;
-	default:
-		return IB_WC_SEND;
-	}
 }
 
 /*
@@ -291,6 +270,23 @@ static void vrdma_discard_ring(struct vrdma_ring *r, spinlock_t *lock)
 		r->cons++;
 	}
 	spin_unlock_irqrestore(lock, flags);
+}
+
+/*
+ * The data path failed the QP (retry exceeded, remote error, ...): enter
+ * ERR and flush. Never blocks on state_lock: -EAGAIN asks to retry.
+ */
+static int vrdma_qp_set_error(struct vrdma_qp *qp)
+{
+	if (!mutex_trylock(&qp->state_lock))
+		return -EAGAIN;
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
+		vrdma_qp_set_state(qp, IB_QPS_ERR);
+		vrdma_rc_quiesce(qp);
+		vrdma_qp_flush(qp);
+	}
+	mutex_unlock(&qp->state_lock);
+	return 0;
 }
 
 /* Check every attribute of @mask; the state table is ib_modify_qp_is_ok. */
@@ -414,9 +410,9 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			  vrdma_qp_state_name[cur], vrdma_qp_state_name[next]);
 		/* the data path: connect at RTR, send from RTS */
 		if (next == IB_QPS_RTR)
-			rv = vrdma_dp_connect(qp);
+			rv = vrdma_rc_connect(qp, vrdma_qp_set_error);
 		else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
-			rv = vrdma_dp_start(qp);
+			rv = vrdma_rc_start(qp);
 		if (rv)
 			goto out;
 		vrdma_qp_set_state(qp, next);
@@ -424,10 +420,10 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		if (next == IB_QPS_RTS && vrdma_qp_is_ud(qp))
 			vrdma_ud_kick(qp);
 		if (next == IB_QPS_ERR) {
-			vrdma_dp_quiesce(qp);
+			vrdma_rc_quiesce(qp);
 			vrdma_qp_flush(qp);
 		} else if (next == IB_QPS_RESET) {
-			vrdma_dp_destroy(qp);
+			vrdma_rc_destroy(qp);
 			vrdma_discard_ring(&qp->sq, &qp->sq_lock);
 			if (!ibqp->srq)
 				vrdma_discard_ring(&qp->rq, &qp->rq_lock);
@@ -437,23 +433,6 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 out:
 	mutex_unlock(&qp->state_lock);
 	return rv;
-}
-
-/*
- * The data path failed the QP (retry exceeded, remote error, ...): enter
- * ERR and flush. Never blocks on state_lock: -EAGAIN asks to retry.
- */
-int vrdma_qp_set_error(struct vrdma_qp *qp)
-{
-	if (!mutex_trylock(&qp->state_lock))
-		return -EAGAIN;
-	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
-		vrdma_qp_set_state(qp, IB_QPS_ERR);
-		vrdma_dp_quiesce(qp);
-		vrdma_qp_flush(qp);
-	}
-	mutex_unlock(&qp->state_lock);
-	return 0;
 }
 
 int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -466,7 +445,7 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_state = qp->state;
 	/* an error completion may be visible before the work moved the QP */
 	if ((qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
-	    vrdma_dp_failed(qp))
+	    vrdma_rc_failed(qp))
 		attr->qp_state = IB_QPS_ERR;
 	attr->cur_qp_state = attr->qp_state;
 	attr->path_mig_state = IB_MIG_MIGRATED;
@@ -592,7 +571,7 @@ static void vrdma_qp_kick(struct vrdma_qp *qp)
 	if (vrdma_qp_is_ud(qp))
 		vrdma_ud_kick(qp);
 	else
-		vrdma_dp_kick(qp);
+		vrdma_rc_kick(qp);
 }
 
 /*

@@ -13,7 +13,7 @@
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
-#include "vrdma_dp.h"
+#include "vrdma_rc.h"
 
 struct vrdma_qp_snap {
 	const char *cc;
@@ -47,9 +47,9 @@ static const u8 vrdma_qp_stats[] = {
 	VT_STAT_NACKS_SENT, VT_STAT_RNR_SENT,
 };
 
-static void vrdma_qp_snapshot(struct vrdma_xp *xp, struct vrdma_qp_snap *s)
+static void vrdma_qp_snapshot(struct vrdma_rc_conn *rc, struct vrdma_qp_snap *s)
 {
-	const struct vt_conn *c = xp->c;
+	const struct vt_conn *c = rc->vt;
 	u64 now = ktime_get_ns();
 	u32 i;
 
@@ -69,16 +69,16 @@ static void vrdma_qp_snapshot(struct vrdma_xp *xp, struct vrdma_qp_snap *s)
 	s->rnr_count = c->tx.rnr_count;
 	s->in_recovery = c->tx.in_recovery;
 	s->tx_error = c->tx.error;
-	s->started = xp->started;
-	s->dead = xp->dead;
-	s->error = xp->error;
+	s->started = rc->started;
+	s->dead = rc->dead;
+	s->error = rc->error;
 	s->srtt = c->tx.srtt;
 	s->rttvar = c->tx.rttvar;
 	s->min_rtt = c->tx.min_rtt;
 	s->rto = vt_tx_rto(c);
-	s->msgs_acked = xp->tx_msg_acked;
-	s->msgs_next = xp->tx_msg_next;
-	s->rx_msgs_done = xp->rx_msg_next;
+	s->msgs_acked = rc->req.msg_acked;
+	s->msgs_next = rc->req.msg_next;
+	s->rx_msgs_done = rc->resp.msg_next;
 	s->num_paths = min_t(u32, c->cfg.num_paths, VT_MAX_PATHS);
 	s->paths_in_use = vt_paths_in_use(c, now);
 	for (i = 0; i < s->num_paths; i++) {
@@ -150,23 +150,23 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_qp_snap *s;
-	struct vrdma_xp *xp;
+	struct vrdma_rc_conn *rc;
 	struct nlattr *table;
 	int rv = 0;
 
 	s = kmalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
-	/* vrdma_dp_destroy() frees the connection after an RCU grace period */
+	/* vrdma_rc_destroy() frees the connection after an RCU grace period */
 	rcu_read_lock();
-	xp = READ_ONCE(qp->xp);
-	if (xp) {
-		spin_lock_bh(&xp->lock);
-		vrdma_qp_snapshot(xp, s);
-		spin_unlock_bh(&xp->lock);
+	rc = READ_ONCE(qp->rc);
+	if (rc) {
+		spin_lock_bh(&rc->lock);
+		vrdma_qp_snapshot(rc, s);
+		spin_unlock_bh(&rc->lock);
 	}
 	rcu_read_unlock();
-	if (!xp)
+	if (!rc)
 		goto out;	/* no connection: nothing beyond the core's view */
 
 	table = nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);

@@ -4,14 +4,14 @@
  * port is decoded by the transport core's wire decoders, which check each
  * length and field. Malformed packets are dropped and counted.
  *
- * Decoded packets go to the data path (vrdma_dp.c, or vrdma_ud.c for
+ * Decoded packets go to the data path (vrdma_rc.c, or vrdma_ud.c for
  * unreliable datagrams), which finds the QP by destination connection id.
  */
 #include <linux/skbuff.h>
 
 #include "vrdma.h"
 #include "vt_wire.h"
-#include "vrdma_dp.h"
+#include "vrdma_rc.h"
 #include "vrdma_ud.h"
 
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
@@ -34,7 +34,7 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 		rv = vt_ack_decode(skb->data, skb->len, &ack);
 		if (rv < 0)
 			goto bad;
-		vrdma_dp_rx(vdev, skb, NULL, &ack);
+		vrdma_rc_rx(vdev, skb, NULL, &ack);
 	} else {
 		rv = vt_data_hdr_decode(skb->data, skb->len, &dh);
 		if (rv < 0)
@@ -42,7 +42,7 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 		if (dh.opcode == VT_OP_UD_SEND)
 			vrdma_ud_rx(vdev, skb, &dh);
 		else
-			vrdma_dp_rx(vdev, skb, &dh, NULL);
+			vrdma_rc_rx(vdev, skb, &dh, NULL);
 	}
 	consume_skb(skb);
 	return;

@@ -3,7 +3,8 @@
  * vrdma_srq.c - shared receive queues: a ring of struct vrdma_rqe like a
  * QP's RQ, plus the limit (IBA 10.2.9.6: armed by modify_srq, fires
  * IB_EVENT_SRQ_LIMIT_REACHED once when fewer WQEs than the limit remain,
- * then disarms).
+ * then disarms); and the receive WQE routines both data paths (RC and
+ * UD) take receive WQEs with, from a QP's RQ or its SRQ.
  */
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -206,6 +207,67 @@ int vrdma_ring_post_recv(struct vrdma_ring *r, spinlock_t *lock,
 	if (rv)
 		*bad_wr = wr;
 	return rv;
+}
+
+/*
+ * Copy the receive WQE @ahead slots past the RQ's consumer index (0: the
+ * next one in order); with @take (only for the next one) also hand its
+ * slot back, under the same lock hold, so a flush racing with us (the QP
+ * entering ERR) never completes it a second time.
+ */
+static bool vrdma_rq_get(struct vrdma_qp *qp, u32 ahead,
+			 struct vrdma_rqe *out, bool take)
+{
+	struct vrdma_ring *r = &qp->rq;
+	unsigned long flags;
+	bool ok = false;
+	void *slot;
+
+	if (ahead >= r->num)
+		return false;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	slot = vrdma_ring_slot(r, r->cons + ahead);
+	if (vrdma_slot_flags(slot) & VRDMA_WQE_VALID) {
+		memcpy(out, slot, sizeof(*out));
+		ok = true;
+		if (take) {
+			vrdma_slot_set(slot, 0);
+			r->cons++;
+		}
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return ok;
+}
+
+/* Copy the receive WQE @ahead slots past the next one, leaving it posted. */
+bool vrdma_rq_peek(struct vrdma_qp *qp, u32 ahead, struct vrdma_rqe *out)
+{
+	return vrdma_rq_get(qp, ahead, out, false);
+}
+
+/*
+ * Hand the RQ's oldest slot, peeked before, back to its producer (the RC
+ * responder, which a flush never races: the QP is quiesced first).
+ * Released before the completion is visible: a consumer that reposts as
+ * soon as it sees the CQE must find the slot free (perftest's latency
+ * tests post into one slot).
+ */
+void vrdma_rq_release(struct vrdma_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	vrdma_slot_set(vrdma_ring_slot(&qp->rq, qp->rq.cons), 0);
+	qp->rq.cons++;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+/* Take the next receive WQE of @qp, from its SRQ or its RQ. */
+bool vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_rqe *out)
+{
+	if (qp->ibqp.srq)
+		return vrdma_srq_take(to_vsrq(qp->ibqp.srq), out);
+	return vrdma_rq_get(qp, 0, out, true);
 }
 
 int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,

@@ -15,7 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
-#include "vrdma_dp.h"
+#include "vrdma_rc.h"
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_PKTS].name = "rx_packets",
@@ -82,22 +82,22 @@ void vrdma_stats_dev_init(struct vrdma_dev *vdev)
 }
 
 /* A connection starts counting: before it is published. */
-void vrdma_stats_conn_add(struct vrdma_dev *vdev, struct vrdma_xp *xp)
+void vrdma_stats_conn_add(struct vrdma_dev *vdev, struct vrdma_rc_conn *rc)
 {
 	spin_lock_bh(&vdev->conn_lock);
-	list_add_tail(&xp->stats_node, &vdev->conns);
+	list_add_tail(&rc->stats_node, &vdev->conns);
 	spin_unlock_bh(&vdev->conn_lock);
 }
 
 /* A connection nothing runs on any more leaves its counts behind. */
-void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_xp *xp)
+void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_rc_conn *rc)
 {
 	int i;
 
 	spin_lock_bh(&vdev->conn_lock);
 	for (i = 0; i < VT_STAT_MAX; i++)
-		vdev->conn_retired[i] += xp->c->stats[i];
-	list_del(&xp->stats_node);
+		vdev->conn_retired[i] += rc->vt->stats[i];
+	list_del(&rc->stats_node);
 	spin_unlock_bh(&vdev->conn_lock);
 }
 
@@ -113,7 +113,7 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 {
 	struct vrdma_dev *vdev = to_vrdma_dev(ibdev);
 	u64 *out = stats->value + VRDMA_CNT_MAX;
-	struct vrdma_xp *xp;
+	struct vrdma_rc_conn *rc;
 	int i;
 
 	for (i = 0; i < VRDMA_CNT_MAX; i++)
@@ -122,11 +122,11 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 	spin_lock_bh(&vdev->conn_lock);
 	for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
 		out[i] = vdev->conn_retired[vrdma_conn_counters[i].stat];
-	list_for_each_entry(xp, &vdev->conns, stats_node) {
-		spin_lock(&xp->lock);
+	list_for_each_entry(rc, &vdev->conns, stats_node) {
+		spin_lock(&rc->lock);
 		for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
-			out[i] += xp->c->stats[vrdma_conn_counters[i].stat];
-		spin_unlock(&xp->lock);
+			out[i] += rc->vt->stats[vrdma_conn_counters[i].stat];
+		spin_unlock(&rc->lock);
 	}
 	spin_unlock_bh(&vdev->conn_lock);
 	return VRDMA_NUM_COUNTERS;

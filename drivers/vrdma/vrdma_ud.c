@@ -43,56 +43,43 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_UD_GRH_LEN);
  * read under the xarray lock: destroy_ah erases it there before the core
  * frees it, and it holds its source GID entry until then.
  */
-static u8 vrdma_ud_route(struct vrdma_qp *qp, u32 ah_num,
-			 struct vrdma_route *r)
+static enum ib_wc_status vrdma_ud_route(struct vrdma_qp *qp, u32 ah_num,
+					struct vrdma_route *r)
 {
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
-	const struct ib_global_route *grh;
-	struct in6_addr d, s;
+	enum ib_wc_status st = IB_WC_LOC_QP_OP_ERR;
+	struct ib_global_route grh;
+	union ib_gid sgid;
 	struct vrdma_ah *ah;
 	unsigned long flags;
-	u8 st = IB_WC_LOC_QP_OP_ERR;
 
-	memset(r, 0, sizeof(*r));
 	xa_lock_irqsave(&vd->ah_xa, flags);
 	ah = xa_load(&vd->ah_xa, ah_num);
 	if (ah && ah->ibah.pd != qp->ibqp.pd) {
 		st = IB_WC_LOC_PROT_ERR;	/* IBA 11.6.2: PD mismatch */
 	} else if (ah && ah->ibah.sgid_attr) {
-		grh = rdma_ah_read_grh(&ah->attr);
-		memcpy(&d, grh->dgid.raw, sizeof(d));
-		memcpy(&s, ah->ibah.sgid_attr->gid.raw, sizeof(s));
-		r->tos = grh->traffic_class;
-		r->ttl = grh->hop_limit;
-		r->flow_label = cpu_to_be32(grh->flow_label & 0xfffff);
+		grh = *rdma_ah_read_grh(&ah->attr);
+		sgid = ah->ibah.sgid_attr->gid;
 		st = IB_WC_SUCCESS;
 	}
 	xa_unlock_irqrestore(&vd->ah_xa, flags);
 	if (st)
 		return st;
 
-	if (ipv6_addr_v4mapped(&d) && ipv6_addr_v4mapped(&s)) {
-		r->family = AF_INET;
-		r->daddr.v4 = d.s6_addr32[3];
-		r->saddr.v4 = s.s6_addr32[3];
-		if (ipv4_is_multicast(r->daddr.v4) ||
-		    ipv4_is_lbcast(r->daddr.v4))
-			return IB_WC_LOC_QP_OP_ERR;	/* no multicast */
-	} else if (!ipv6_addr_v4mapped(&d) && !ipv6_addr_v4mapped(&s)) {
-		r->family = AF_INET6;
-		r->daddr.v6 = d;
-		r->saddr.v6 = s;
-		if (ipv6_addr_is_multicast(&d))
-			return IB_WC_LOC_QP_OP_ERR;
-	} else {
-		return IB_WC_LOC_QP_OP_ERR;	/* mixed families */
-	}
+	/* mixed families, or multicast (not supported) */
+	if (vrdma_net_route_gid(r, &sgid, &grh))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (r->family == AF_INET ?
+	    ipv4_is_multicast(r->daddr.v4) || ipv4_is_lbcast(r->daddr.v4) :
+	    ipv6_addr_is_multicast(&r->daddr.v6))
+		return IB_WC_LOC_QP_OP_ERR;
 	return IB_WC_SUCCESS;
 }
 
-/* Send one WQE (a private copy). Returns an ib_wc_status. */
-static u8 vrdma_ud_send_one(struct vrdma_qp *qp, const struct vrdma_sqe *s,
-			    u32 *lenp)
+/* Send one WQE (a private copy). */
+static enum ib_wc_status vrdma_ud_send_one(struct vrdma_qp *qp,
+					   const struct vrdma_sqe *s,
+					   u32 *lenp)
 {
 	struct vrdma_dev *vdev = qp->vdev;
 	struct vt_data_hdr h = {};
@@ -100,8 +87,8 @@ static u8 vrdma_ud_send_one(struct vrdma_qp *qp, const struct vrdma_sqe *s,
 	struct sk_buff *skb;
 	void *payload;
 	u64 total = 0;
+	enum ib_wc_status st;
 	u32 mtu, qkey, i;
-	u8 st;
 
 	if (s->opcode != VRDMA_OP_SEND && s->opcode != VRDMA_OP_SEND_WITH_IMM)
 		return IB_WC_LOC_QP_OP_ERR;
@@ -162,8 +149,7 @@ static u8 vrdma_ud_send_one(struct vrdma_qp *qp, const struct vrdma_sqe *s,
 		return st;
 	}
 	/* ephemeral source port per QP; a failed send is a lost datagram */
-	vrdma_net_xmit(vdev, &r,
-		       htons(0xc000 | ((qp->ibqp.qp_num * 64) & 0x3fc0)), skb);
+	vrdma_net_xmit(vdev, &r, vrdma_net_sport(qp->ibqp.qp_num, 0), skb);
 	return IB_WC_SUCCESS;
 }
 
@@ -182,8 +168,8 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 		struct vrdma_sqe s;
 		unsigned long flags;
 		void *slot;
+		enum ib_wc_status st;
 		u32 f, len = 0;
-		u8 st;
 
 		/*
 		 * Pairs with the provider's fence between publishing WQEs and
@@ -270,36 +256,15 @@ static u8 vrdma_ud_grh(struct sk_buff *skb, union rdma_network_hdr *grh)
 	return 0;
 }
 
-static bool vrdma_ud_take_rqe(struct vrdma_qp *qp, struct vrdma_rqe *out)
+/* Fill a taken receive WQE: GRH area, then payload. */
+static enum ib_wc_status vrdma_ud_place(struct vrdma_qp *qp,
+					const struct vrdma_rqe *rqe,
+					const union rdma_network_hdr *grh,
+					void *payload, u32 len)
 {
-	struct vrdma_ring *r = &qp->rq;
-	unsigned long flags;
-	bool ok = false;
-	void *slot;
-
-	if (qp->ibqp.srq)
-		return vrdma_srq_take(to_vsrq(qp->ibqp.srq), out);
-	spin_lock_irqsave(&qp->rq_lock, flags);
-	slot = vrdma_ring_slot(r, r->cons);
-	if (vrdma_slot_flags(slot) & VRDMA_WQE_VALID) {
-		memcpy(out, slot, sizeof(*out));
-		/* released before the CQE is visible, as in vrdma_dp.c */
-		vrdma_slot_set(slot, 0);
-		r->cons++;
-		ok = true;
-	}
-	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	return ok;
-}
-
-/* Fill a taken receive WQE: GRH area, then payload. An ib_wc_status. */
-static u8 vrdma_ud_place(struct vrdma_qp *qp, const struct vrdma_rqe *rqe,
-			 const union rdma_network_hdr *grh, void *payload,
-			 u32 len)
-{
+	enum ib_wc_status st;
 	u64 room = 0;
 	u32 i;
-	int st;
 
 	if (rqe->num_sge > VRDMA_MAX_SGE)
 		return IB_WC_LOC_QP_OP_ERR;
@@ -363,7 +328,7 @@ void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
 		goto out;
 	}
-	if (!vrdma_ud_take_rqe(qp, &rqe)) {
+	if (!vrdma_rq_take(qp, &rqe)) {
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_RECV, 1);
 		goto out;
 	}

@@ -23,8 +23,4 @@ void vrdma_ud_kick(struct vrdma_qp *qp);
 void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		 const struct vt_data_hdr *dh);
 
-/* vrdma_dp.c: scatter/gather copies through the QP's PD */
-int vrdma_sge_copy(struct vrdma_qp *qp, const struct vrdma_sge *sge,
-		   u32 nsge, u32 off, void *buf, u32 len, bool to_mr);
-
 #endif /* VRDMA_UD_H */

@@ -24,7 +24,7 @@
 #define VRDMA_MAX_RD_ATOMIC	16
 #define VRDMA_MAX_FRMR_PAGES	512
 #define VRDMA_MAX_MR_SIZE	(1ULL << 40)
-#define VRDMA_MAX_MSG_SIZE	(1U << 31)
+#define VRDMA_MAX_MSG_SIZE	(1U << 31)	/* max_msg_sz */
 
 #define VRDMA_QPN_MAX		0xffffff
 #define VRDMA_QPN_MIN		16	/* 0 and 1 are special, keep a gap */
@@ -105,13 +105,6 @@ static inline void *vrdma_ring_ctrl(struct vrdma_ring *r)
 	return r->buf + (size_t)r->num * r->slot_size;
 }
 
-int vrdma_ring_alloc(struct vrdma_ring *r, u32 num, u32 slot_size,
-		     size_t extra);
-void vrdma_ring_free(struct vrdma_ring *r);
-int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
-void vrdma_mmap_free(struct rdma_user_mmap_entry *rentry);
-int vrdma_ring_mmap_key(struct vrdma_ring *r, struct ib_udata *udata,
-			u64 *key);
 
 struct vrdma_cq {
 	struct ib_cq ibcq;
@@ -155,6 +148,7 @@ struct vrdma_mr {
 	bool fast_valid;		/* FAST: registered, not invalidated */
 };
 
+/* Lock order of QP, ring, CQ and connection locks: vrdma_rc.h. */
 struct vrdma_qp {
 	struct ib_qp ibqp;
 	struct vrdma_dev *vdev;
@@ -169,7 +163,7 @@ struct vrdma_qp {
 	struct vrdma_ring rq;		/* unused with an SRQ */
 	bool user;
 	u64 doorbells;
-	struct vrdma_xp *xp;		/* RC: the connection (vrdma_dp.c) */
+	struct vrdma_rc_conn *rc;	/* RC: the connection (vrdma_rc.c) */
 	struct work_struct ud_work;	/* UD/GSI kernel QP: send (vrdma_ud.c) */
 };
 
@@ -218,6 +212,14 @@ static inline int vrdma_take(atomic_t *n, u32 max)
 	return 0;
 }
 
+/* vrdma_queue.c: rings, their mmap entries, udata checks */
+int vrdma_ring_alloc(struct vrdma_ring *r, u32 num, u32 slot_size,
+		     size_t extra);
+void vrdma_ring_free(struct vrdma_ring *r);
+int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void vrdma_mmap_free(struct rdma_user_mmap_entry *rentry);
+int vrdma_ring_mmap_key(struct vrdma_ring *r, struct ib_udata *udata,
+			u64 *key);
 /* Driver data of a command: known part present, unknown tail zero. */
 int vrdma_udata_in(struct ib_udata *udata, void *cmd, size_t cmd_size,
 		   size_t min_size);
@@ -234,6 +236,7 @@ int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 		  bool solicited);
+enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
 
 /* vrdma_qp.c */
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
@@ -241,8 +244,6 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		    int mask, struct ib_udata *udata);
-enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
-int vrdma_qp_set_error(struct vrdma_qp *qp);
 int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init_attr);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -260,6 +261,9 @@ int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 bool vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_rqe *out);
+bool vrdma_rq_peek(struct vrdma_qp *qp, u32 ahead, struct vrdma_rqe *out);
+void vrdma_rq_release(struct vrdma_qp *qp);
+bool vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_rqe *out);
 int vrdma_ring_post_recv(struct vrdma_ring *r, spinlock_t *lock,
 			 const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
@@ -275,5 +279,19 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 		    unsigned int *sg_offset);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct vt_atomic;
+bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		    u64 len);
+int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		void *buf, u32 len, bool to_mr);
+int vrdma_mr_atomic(struct vrdma_qp *qp, u32 rkey, u64 iova,
+		    const struct vt_atomic *a, u64 *orig);
+bool vrdma_mr_can_invalidate(struct vrdma_qp *qp, u32 key);
+int vrdma_mr_invalidate(struct vrdma_qp *qp, u32 key);
+int vrdma_mr_fast_reg(struct vrdma_qp *qp, const struct vrdma_sqe *sqe);
+enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
+				 const struct vrdma_sge *sge, u32 nsge,
+				 u32 off, void *buf, u32 len, bool to_mr);
+u64 vrdma_sge_total(const struct vrdma_sge *sge, u32 nsge);
 
 #endif /* VRDMA_VERBS_H */

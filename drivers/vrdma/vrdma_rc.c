@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_rc.c - an RC QP's reliable connection: its life cycle (connect at
+ * RTR, start at RTS, quiesce, destroy), the run loop that the doorbell,
+ * the receive softirq, the soft hrtimer and the work item share, the
+ * receive entry point that finds the connection of a packet, failing the
+ * QP, and the module parameters of new connections. The requester and
+ * responder live in vrdma_rc_req.c and vrdma_rc_resp.c; vrdma_rc.h has
+ * the map and the lock order.
+ *
+ * Calls go one way: vrdma_qp.c drives the connection through the
+ * vrdma_rc_* entry points; the connection reaches the QP layer only
+ * through the qp_fail callback it was given at connect.
+ */
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+#include "vrdma.h"
+#include "vrdma_verbs.h"
+#include "vrdma_rc.h"
+
+#define VRDMA_RC_BUDGET		64	/* packets per run of the sender */
+#define VRDMA_RC_CLOCK_EVERY	8	/* packets sent per clock read */
+#define VRDMA_RC_BP_POLL_NS	20000	/* back-pressure: look again after, */
+#define VRDMA_RC_BP_POLL_MAX_NS	1000000	/* doubling up to this */
+#define VRDMA_RC_RESP_MIN_NS	(8 * NSEC_PER_SEC)
+
+static struct workqueue_struct *vrdma_rc_wq;
+
+static char *cc = "swift";
+module_param(cc, charp, 0644);
+MODULE_PARM_DESC(cc, "congestion control of new RC QPs: swift (default), dcqcn, gbn (Soft-RoCE-like baseline)");
+
+static uint swift_target_us = 100;
+module_param(swift_target_us, uint, 0644);
+MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 100)");
+
+static uint ack_delay_us = 100;
+module_param(ack_delay_us, uint, 0644);
+MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
+
+static bool fill_mtu = true;
+module_param(fill_mtu, bool, 0644);
+MODULE_PARM_DESC(fill_mtu, "RC QPs whose path MTU is the port's active MTU send packets as large as the netdev MTU allows (default Y); N: path MTU sized");
+
+static u32 vrdma_rc_cc(void)
+{
+	if (sysfs_streq(cc, "dcqcn"))
+		return VT_CC_DCQCN;
+	if (sysfs_streq(cc, "gbn"))
+		return VT_CC_GBN;
+	return VT_CC_SWIFT;
+}
+
+u64 vrdma_rc_now(void)
+{
+	return ktime_get_ns();
+}
+
+static struct vrdma_rc_conn *qp_rc(struct vrdma_qp *qp)
+{
+	return READ_ONCE(qp->rc);
+}
+
+/*
+ * The connection failed with @status (the first failure is kept): the
+ * work moves the QP to ERR, which flushes what is left.
+ */
+void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status)
+{
+	const struct vt_conn *c = rc->vt;
+
+	lockdep_assert_held(&rc->lock);
+	if (!rc->error) {
+		rc->error = status ? status : IB_WC_GENERAL_ERR;
+		ibdev_info(&rc->qp->vdev->ibdev,
+			   "qp %u failed: %s; snd_una %u snd_nxt %u inflight %u lost %u retries %u rto %llu ns, rx epsn %u, msgs tx %u/%u rx %u\n",
+			   rc->qp->ibqp.qp_num, ib_wc_status_msg(rc->error),
+			   c->tx.snd_una, c->tx.snd_nxt, c->tx.inflight,
+			   c->tx.lost, c->tx.retries, vt_tx_rto(c), c->rx.epsn,
+			   rc->req.msg_acked, rc->req.msg_next,
+			   rc->resp.msg_next);
+	}
+	queue_work(vrdma_rc_wq, &rc->work);
+}
+
+/*
+ * Arm the timer for the core's next deadline. A timer already queued for
+ * that moment or earlier stays: firing early only runs the sender once
+ * more, which re-arms it, while reprogramming the clock event for every
+ * packet (the deadlines move with each ACK) costs a clock read and a
+ * timer write each time.
+ */
+static void vrdma_rc_arm(struct vrdma_rc_conn *rc)
+{
+	/*
+	 * Held back by a full socket queue, the sender's own deadlines
+	 * (send now, RTO) wait for the next look at the queue: firing for
+	 * them would only find it full again, a timer storm that starves
+	 * the softirqs which drain the queue.
+	 */
+	u64 w = rc->bp_until ? rc->bp_until : vt_tx_next_wakeup(rc->vt);
+
+	w = min(w, vt_rx_next_wakeup(rc->vt));
+	if (rc->req.resp_deadline)
+		w = min(w, rc->req.resp_deadline);
+	if (w == VT_NEVER)
+		return;
+	if (hrtimer_is_queued(&rc->timer) && rc->timer_at <= w)
+		return;
+	rc->timer_at = w;
+	hrtimer_start(&rc->timer, ns_to_ktime(w), HRTIMER_MODE_ABS_SOFT);
+}
+
+/*
+ * TX back-pressure: the namespace's packets still queued below the socket
+ * (qdisc, driver ring, a veth peer's backlog) are at their limit. Send
+ * nothing more now and look again shortly (backing off to 1 ms); the
+ * sender's deadlines wait for that look (vrdma_rc_arm), the receive
+ * side's ACKs do not. True while blocked.
+ */
+static bool vrdma_rc_blocked(struct vrdma_rc_conn *rc, u64 now)
+{
+	if (!vrdma_net_tx_busy(rc->qp->vdev, &rc->route)) {
+		rc->bp_wait_ns = 0;
+		return false;
+	}
+	if (vt_tx_idle(rc->vt))
+		return true;
+	/* one count per wait */
+	if (!rc->bp_wait_ns)
+		vrdma_count(rc->qp->vdev, VRDMA_CNT_TX_BLOCKED, 1);
+	rc->bp_wait_ns = rc->bp_wait_ns ?
+			 min_t(u64, rc->bp_wait_ns * 2,
+			       VRDMA_RC_BP_POLL_MAX_NS) :
+			 VRDMA_RC_BP_POLL_NS;
+	rc->bp_until = now + rc->bp_wait_ns;
+	return true;
+}
+
+/*
+ * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
+ * the core's send decisions, at most a budget of packets. It runs where
+ * the event happens (the doorbell system call, the receive softirq, the
+ * soft hrtimer), so no thread wakeup sits between an event and its packet.
+ * Returns true when the budget ran out and more may be sent.
+ */
+bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now)
+{
+	struct vt_tx_decision d;
+	int n;
+
+	lockdep_assert_held(&rc->lock);
+	if (rc->dead)
+		return false;
+	if (now >= vt_tx_next_wakeup(rc->vt))
+		vt_tx_on_timer(rc->vt, now);
+	if (vt_rx_ack_due(rc->vt, now))
+		vrdma_resp_send_ack(rc, now);
+	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
+		vrdma_req_resp_expired(rc);
+	vrdma_req_take_reads(rc);
+	vrdma_req_take_sq(rc);
+
+	rc->bp_until = 0;
+	for (n = 0; n < VRDMA_RC_BUDGET && !rc->error; n++) {
+		/* a clock read per packet is costly where the clock is emulated */
+		if (n && !(n % VRDMA_RC_CLOCK_EVERY))
+			now = vrdma_rc_now();
+		if (vrdma_rc_blocked(rc, now))
+			break;
+		vt_tx_poll(rc->vt, now, &d);
+		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
+			vrdma_req_xmit_data(rc, &d);
+			continue;
+		}
+		if (d.action == VT_TX_ERROR)
+			vrdma_req_fail_oldest(rc,
+					      vrdma_req_err_status(d.error));
+		break;
+	}
+	vrdma_rc_arm(rc);
+	if (n == VRDMA_RC_BUDGET || rc->error)
+		queue_work(vrdma_rc_wq, &rc->work);
+	return n == VRDMA_RC_BUDGET;
+}
+
+static bool vrdma_rc_run(struct vrdma_rc_conn *rc)
+{
+	return vrdma_rc_run_at(rc, vrdma_rc_now());
+}
+
+/*
+ * Process context: the rest of a run that used up its budget, and the
+ * transition to ERR after a failure.
+ */
+static void vrdma_rc_work(struct work_struct *work)
+{
+	struct vrdma_rc_conn *rc = container_of(work, struct vrdma_rc_conn,
+						work);
+	struct vrdma_qp *qp = rc->qp;
+	enum ib_event_type event;
+	bool error, has_event;
+
+	spin_lock_bh(&rc->lock);
+	if (!rc->error)
+		vrdma_rc_run(rc);
+	error = rc->error && !rc->dead;
+	has_event = rc->has_event;
+	event = rc->event;
+	spin_unlock_bh(&rc->lock);
+
+	/*
+	 * modify_qp(RESET) holds state_lock while it waits for this work:
+	 * the QP layer never blocks on it, we come back instead.
+	 */
+	if (!error)
+		return;
+	if (rc->qp_fail(qp) == -EAGAIN) {
+		queue_work(vrdma_rc_wq, &rc->work);
+		return;
+	}
+	if (has_event && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = event,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}
+
+/* A soft hrtimer: runs in softirq context like the receive path. */
+static enum hrtimer_restart vrdma_rc_timer(struct hrtimer *t)
+{
+	struct vrdma_rc_conn *rc = container_of(t, struct vrdma_rc_conn,
+						timer);
+
+	vrdma_count(rc->qp->vdev, VRDMA_CNT_TIMER_RUNS, 1);
+	spin_lock(&rc->lock);
+	vrdma_rc_run(rc);
+	spin_unlock(&rc->lock);
+	return HRTIMER_NORESTART;
+}
+
+/* The doorbell: new send WQEs (or a new state) for the sender. */
+void vrdma_rc_kick(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+
+	if (!rc || !READ_ONCE(rc->started))
+		return;
+	/*
+	 * A user doorbell (a system call, never inside our lock) waits for
+	 * the lock: its holder is a short run on another CPU, typically the
+	 * receive softirq answering the peer, and handing over to the work
+	 * would put a thread wakeup between the post and its packet. A
+	 * kernel consumer may post from hard interrupt context, or from a
+	 * completion handler that we call with rc->lock held: hand over to
+	 * the work when the lock is taken then.
+	 */
+	if (qp->user && !in_interrupt() && !irqs_disabled()) {
+		spin_lock_bh(&rc->lock);
+	} else if (in_hardirq() || irqs_disabled() ||
+		   !spin_trylock_bh(&rc->lock)) {
+		queue_work(vrdma_rc_wq, &rc->work);
+		return;
+	}
+	vrdma_rc_run(rc);
+	spin_unlock_bh(&rc->lock);
+}
+
+/* The packet comes from the connected peer's address. */
+static bool vrdma_rc_from_peer(struct vrdma_rc_conn *rc, struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_IP))
+		return rc->route.family == AF_INET &&
+		       ip_hdr(skb)->saddr == rc->route.daddr.v4;
+	if (skb->protocol == htons(ETH_P_IPV6))
+		return rc->route.family == AF_INET6 &&
+		       ipv6_addr_equal(&ipv6_hdr(skb)->saddr,
+				       &rc->route.daddr.v6);
+	return false;
+}
+
+/*
+ * A decoded packet for this device, from softirq. Exactly one of @dh and
+ * @ack is set. Consumes nothing: the caller frees @skb.
+ */
+void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
+		 const struct vt_data_hdr *dh, const struct vt_ack *ack)
+{
+	struct vrdma_verbs_dev *vd = vdev->priv;
+	u32 qpn = dh ? dh->dst_conn : ack->dst_conn;
+	struct vrdma_rc_conn *rc;
+	struct vrdma_qp *qp;
+
+	rcu_read_lock();
+	qp = vd ? xa_load(&vd->qp_xa, qpn) : NULL;
+	rc = qp && qp->ibqp.qp_type == IB_QPT_RC ? qp_rc(qp) : NULL;
+	if (!rc) {
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+		goto out;
+	}
+	spin_lock_bh(&rc->lock);
+	if (rc->dead && dh && rc->resp.nack && vrdma_rc_from_peer(rc, skb))
+		vrdma_resp_replay_nack(rc, dh);	/* in ERR after a fatal NACK */
+	else if (rc->dead)
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+	else if (!vrdma_rc_from_peer(rc, skb))
+		vrdma_count(vdev, VRDMA_CNT_RX_BAD_PEER, 1);
+	else if (dh)
+		vrdma_resp_rx_data(rc, skb, dh, vrdma_rc_now());
+	else
+		vrdma_req_rx_ack(rc, ack, vrdma_rc_now());
+	spin_unlock_bh(&rc->lock);
+out:
+	rcu_read_unlock();
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+static int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(&qp->attr.ah_attr);
+	union ib_gid sgid;
+	int rv;
+
+	rv = rdma_query_gid(&qp->vdev->ibdev, 1, grh->sgid_index, &sgid);
+	if (rv)
+		return rv;
+	return vrdma_net_route_gid(r, &sgid, grh);
+}
+
+/*
+ * Payload bytes per packet. An IB MTU is a power of two and the netdev
+ * carries more: 1024 bytes of payload where a 1500-byte frame has room
+ * for 1416, 4096 where a 9000-byte one has 8916. A QP given the port's
+ * active MTU (what perftest and rdma_cm set) asked for the largest
+ * packets the port takes, and gets packets that fill the netdev MTU; the
+ * receiver places each by its offset, whatever its size. A smaller path
+ * MTU is the user's choice and is kept.
+ */
+static u32 vrdma_rc_payload(struct vrdma_qp *qp, int family)
+{
+	enum ib_mtu path_mtu = qp->attr.path_mtu ? qp->attr.path_mtu :
+						   IB_MTU_1024;
+	u32 netdev_mtu = READ_ONCE(qp->vdev->netdev_mtu);
+	u32 hdrs, room;
+
+	hdrs = sizeof(struct udphdr) + VT_DATA_HDR_LEN +
+	       (family == AF_INET6 ? sizeof(struct ipv6hdr) :
+				     sizeof(struct iphdr));
+	/* below 256 bytes of room the IP layer fragments (ignore_df) */
+	room = netdev_mtu >= hdrs + 256 ? netdev_mtu - hdrs : 256;
+	if (fill_mtu && path_mtu >= vrdma_mtu_from_netdev(netdev_mtu))
+		return min_t(u32, room, VT_MAX_PAYLOAD);
+	return min_t(u32, ib_mtu_enum_to_int(path_mtu), room);
+}
+
+static void vrdma_rc_config(struct vrdma_qp *qp, int family,
+			    struct vt_config *cfg)
+{
+	vt_config_default(cfg);
+	cfg->mtu = vrdma_rc_payload(qp, family);
+	/*
+	 * A VM path's base delay is unknown and its host jitter large:
+	 * Swift on queueing delay above the minimum, with a VM-sized target
+	 * and a window of at least one packet (no sub-packet pacing).
+	 */
+	cfg->cc = vrdma_rc_cc();
+	cfg->swift_queue_delay = 1;
+	cfg->swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
+	cfg->swift_min_cwnd_fp = VT_FP_ONE;
+	/*
+	 * Each ACK is a packet through the whole stack: coalesce them over
+	 * a VM-sized delay (the sender asks with ACKREQ where it waits; its
+	 * PTO and RTO allow for this delay).
+	 */
+	cfg->ack_delay_ns = (u64)ack_delay_us * NSEC_PER_USEC;
+	/* until RTS sets them: a responder may answer READs from RTR */
+	cfg->retry_cnt = 7;
+	cfg->rnr_retry = 7;
+}
+
+static void vrdma_rc_free(struct vrdma_rc_conn *rc)
+{
+	vrdma_net_route_destroy(&rc->route);
+	kvfree(rc->req.swqe);
+	kvfree(rc->vt);
+	kvfree(rc);
+}
+
+/*
+ * INIT -> RTR of an RC QP: resolve the peer and start its connection.
+ * @qp_fail moves the QP to ERR when the connection fails.
+ */
+int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
+{
+	struct vrdma_rc_conn *rc;
+	struct vt_config cfg;
+	int rv;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return 0;
+	rc = kvzalloc(sizeof(*rc), GFP_KERNEL);
+	if (!rc)
+		return -ENOMEM;
+	rc->vt = kvzalloc(sizeof(*rc->vt), GFP_KERNEL);
+	rc->req.swqe = kvcalloc(qp->sq.num, sizeof(*rc->req.swqe),
+				GFP_KERNEL);
+	if (!rc->vt || !rc->req.swqe) {
+		rv = -ENOMEM;
+		goto err;
+	}
+	rv = vrdma_rc_route(qp, &rc->route);
+	if (rv)
+		goto err;
+	vrdma_net_route_init(&rc->route);	/* without it: a lookup per packet */
+
+	vrdma_rc_config(qp, rc->route.family, &cfg);
+	if (vt_conn_init(rc->vt, &cfg, qp->ibqp.qp_num, qp->attr.dest_qp_num,
+			 qp->attr.sq_psn, qp->attr.rq_psn, vrdma_rc_now())) {
+		rv = -EINVAL;
+		goto err;
+	}
+
+	rc->qp = qp;
+	rc->qp_fail = qp_fail;
+	rc->dest_qpn = qp->attr.dest_qp_num;
+	spin_lock_init(&rc->lock);
+	hrtimer_init(&rc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	rc->timer.function = vrdma_rc_timer;
+	INIT_WORK(&rc->work, vrdma_rc_work);
+	vrdma_stats_conn_add(qp->vdev, rc);
+	/* published last: the receive path may see it at once */
+	smp_store_release(&qp->rc, rc);
+	return 0;
+
+err:
+	vrdma_rc_free(rc);
+	return rv;
+}
+
+/*
+ * How long a requester waits for any packet of its peer while a READ or
+ * atomic response is due: the local ACK timeout (4.096 us * 2^timeout)
+ * times retry_cnt + 1, but never under VRDMA_RC_RESP_MIN_NS (an
+ * emulated or loaded VM stalls longer than a NIC) nor over a minute. The
+ * peer's retransmissions and other traffic count as signs of life.
+ */
+static u64 vrdma_rc_resp_timeout(struct vrdma_qp *qp)
+{
+	u64 t = 0;
+
+	if (qp->attr.timeout)
+		t = (4096ULL << min_t(u8, qp->attr.timeout, 31)) *
+		    (qp->attr.retry_cnt + 1);
+	return clamp_t(u64, t, VRDMA_RC_RESP_MIN_NS, 60 * NSEC_PER_SEC);
+}
+
+/* RTR -> RTS: the send queue runs from sq_psn. */
+int vrdma_rc_start(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+
+	if (!rc)
+		return 0;
+	spin_lock_bh(&rc->lock);
+	/*
+	 * Refused when READ responses already went out from RTR: the peer
+	 * adopted that PSN space (vt_rx_adopt_psn), so it stays.
+	 */
+	vt_tx_set_psn(rc->vt, qp->attr.sq_psn);
+	/* IB_QP_RETRY_CNT and IB_QP_RNR_RETRY come with RTS */
+	rc->vt->cfg.retry_cnt = qp->attr.retry_cnt;
+	rc->vt->cfg.rnr_retry = qp->attr.rnr_retry;
+	rc->req.resp_timeout_ns = vrdma_rc_resp_timeout(qp);
+	rc->started = true;
+	vrdma_rc_run(rc);
+	spin_unlock_bh(&rc->lock);
+	return 0;
+}
+
+/*
+ * The data path failed the QP and its move to ERR is under way: what
+ * query_qp reports from the error completion on. Caller holds state_lock.
+ */
+bool vrdma_rc_failed(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+
+	lockdep_assert_held(&qp->state_lock);
+	return rc && READ_ONCE(rc->error);
+}
+
+/*
+ * Stop producing completions (the QP enters ERR or RESET): the caller
+ * flushes what is left. Never waits for the work.
+ */
+void vrdma_rc_quiesce(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+
+	if (!rc)
+		return;
+	spin_lock_bh(&rc->lock);
+	rc->dead = true;
+	vrdma_resp_flush_srq(rc);
+	spin_unlock_bh(&rc->lock);
+	hrtimer_try_to_cancel(&rc->timer);
+}
+
+/* The QP goes to RESET or is destroyed: no user of the connection left. */
+void vrdma_rc_destroy(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+
+	if (!rc)
+		return;
+	vrdma_rc_quiesce(qp);
+	WRITE_ONCE(qp->rc, NULL);
+	synchronize_rcu();	/* receive paths that found it are done */
+	hrtimer_cancel(&rc->timer);
+	cancel_work_sync(&rc->work);
+	hrtimer_cancel(&rc->timer);
+	vrdma_stats_conn_del(qp->vdev, rc);
+	vrdma_rc_free(rc);
+}
+
+int vrdma_rc_init(void)
+{
+	vrdma_rc_wq = alloc_workqueue("vrdma_rc", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	return vrdma_rc_wq ? 0 : -ENOMEM;
+}
+
+void vrdma_rc_exit(void)
+{
+	destroy_workqueue(vrdma_rc_wq);
+}

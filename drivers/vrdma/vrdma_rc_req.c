@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrdma_rc_req.c - the RC requester: takes send WQEs from the SQ ring and
+ * queues them as messages of the transport core, builds and sends the
+ * data packets the core decides on (also the READ/atomic responses the
+ * responder queued, which share the transmit message table), processes
+ * ACKs and NACKs, places READ/atomic responses, and completes send WQEs
+ * in order. Every function runs with rc->lock held.
+ *
+ * Message fields on the wire (docs/wire-protocol.md): SEND carries its
+ * send sequence number (the receive WQE it lands in) in va; WRITE and
+ * READ requests carry rkey/va; a READ response carries the msg_id of the
+ * request it answers in va. Atomics (ATOMIC_REQ/ATOMIC_RESP) work like a
+ * one-packet READ: the request carries rkey/va and its operands as
+ * payload, the response the original value and the request's msg_id in
+ * va. SEND_WITH_INV is a SEND with VT_F_INV and the rkey to invalidate.
+ */
+#include <linux/skbuff.h>
+#include <rdma/ib_verbs.h>
+
+#include "vrdma.h"
+#include "vrdma_verbs.h"
+#include "vrdma_rc.h"
+
+/* ---- completion ------------------------------------------------------ */
+
+/*
+ * Complete finished send WQEs in order, releasing their ring slots. CQEs
+ * are pushed outside sq_lock: a kernel consumer's completion handler may
+ * post again.
+ */
+static void vrdma_req_complete_sq(struct vrdma_rc_conn *rc)
+{
+	struct vrdma_qp *qp = rc->qp;
+	struct vrdma_ring *r = &qp->sq;
+	struct vrdma_cq *cq = to_vcq(qp->ibqp.send_cq);
+	unsigned long flags;
+
+	lockdep_assert_held(&rc->lock);
+	for (;;) {
+		struct vrdma_swqe *sw;
+		struct vrdma_cqe cqe = {};
+
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		sw = vrdma_rc_swqe(rc, r->cons);
+		/* after a failure, everything behind it is flushed */
+		if (r->cons == rc->req.sq_taken || sw->state != VRDMA_SW_DONE ||
+		    rc->error) {
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			return;
+		}
+		vrdma_slot_set(vrdma_ring_slot(r, r->cons), 0);
+		r->cons++;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+		sw->state = VRDMA_SW_FREE;
+		/* failed before its CQE is visible: query_qp then says ERR */
+		if (sw->status != IB_WC_SUCCESS)
+			vrdma_rc_fail(rc, sw->status);
+		if (sw->status != IB_WC_SUCCESS ||
+		    (sw->sqe.flags & VRDMA_WQE_SIGNALED)) {
+			cqe.wr_id = sw->sqe.wr_id;
+			cqe.opcode = vrdma_sq_wc_opcode(sw->sqe.opcode);
+			cqe.status = sw->status;
+			cqe.qp_num = qp->ibqp.qp_num;
+			if (vrdma_op_has_resp(sw->sqe.opcode))
+				cqe.byte_len = sw->len;
+			vrdma_cq_push(cq, &cqe, false);
+		}
+		if (sw->status != IB_WC_SUCCESS)
+			return;	/* the rest is flushed when the QP enters ERR */
+	}
+}
+
+/* The send WQE @sw is finished with @status: complete what is in order. */
+static void vrdma_req_done(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
+			   enum ib_wc_status status)
+{
+	sw->state = VRDMA_SW_DONE;
+	sw->status = status;
+	vrdma_req_complete_sq(rc);
+}
+
+/*
+ * The oldest unfinished send WQE fails with @status; the QP goes to ERR.
+ * A remote error (a NACK of the responder) names the first request not
+ * yet acknowledged: READs and atomics before it were accepted, and the
+ * responder delivers their responses before it fails. Their WQEs
+ * complete first; the failed one then completes in order, its error
+ * moving the QP to ERR (or the response timer fails the QP).
+ */
+void vrdma_req_fail_oldest(struct vrdma_rc_conn *rc, enum ib_wc_status status)
+{
+	bool remote = status == IB_WC_REM_ACCESS_ERR ||
+		      status == IB_WC_REM_INV_REQ_ERR;
+	struct vrdma_qp *qp = rc->qp;
+	bool waiting = false, marked = false;
+	u32 i;
+
+	/*
+	 * Only the first failure completes a WQE in error: a later NACK
+	 * (for a WQE behind the failed one) must leave it to the flush.
+	 */
+	if (rc->error) {
+		vrdma_rc_fail(rc, status);
+		return;
+	}
+	if (rc->req.fail_marked)
+		return;
+	for (i = qp->sq.cons; i != rc->req.sq_taken; i++) {
+		struct vrdma_swqe *sw = vrdma_rc_swqe(rc, i);
+
+		if (remote && sw->state == VRDMA_SW_WAIT_RESP) {
+			waiting = true;
+			continue;
+		}
+		if (sw->state != VRDMA_SW_DONE) {
+			sw->state = VRDMA_SW_DONE;
+			sw->status = status;
+			marked = true;
+			break;
+		}
+	}
+	vrdma_req_complete_sq(rc);
+	if (waiting && marked) {
+		rc->req.fail_marked = true;
+		return;
+	}
+	vrdma_rc_fail(rc, status);
+}
+
+/* The work completion status of a transport error (enum vt_err). */
+enum ib_wc_status vrdma_req_err_status(int err)
+{
+	switch (err) {
+	case VT_ERR_RETRY_EXC:
+		return IB_WC_RETRY_EXC_ERR;
+	case VT_ERR_RNR_RETRY_EXC:
+		return IB_WC_RNR_RETRY_EXC_ERR;
+	case VT_ERR_REM_ACCESS:
+		return IB_WC_REM_ACCESS_ERR;
+	case VT_ERR_REM_INV_REQ:
+		return IB_WC_REM_INV_REQ_ERR;
+	default:
+		return IB_WC_GENERAL_ERR;
+	}
+}
+
+/* No response to an accepted READ/atomic request: the peer is gone. */
+void vrdma_req_resp_expired(struct vrdma_rc_conn *rc)
+{
+	struct vrdma_qp *qp = rc->qp;
+	u32 i;
+
+	rc->req.resp_deadline = 0;
+	for (i = qp->sq.cons; i != rc->req.sq_taken; i++) {
+		struct vrdma_swqe *sw = vrdma_rc_swqe(rc, i);
+
+		if (sw->state != VRDMA_SW_WAIT_RESP)
+			continue;
+		vrdma_count(qp->vdev, VRDMA_CNT_RESP_TIMEOUTS, 1);
+		vrdma_req_done(rc, sw, IB_WC_RETRY_EXC_ERR);
+		vrdma_rc_fail(rc, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+}
+
+/* ---- taking send WQEs -------------------------------------------------- */
+
+/*
+ * The shape of a send WQE of an RC QP: IB_WC_SUCCESS and its message
+ * length in @len, or the status it completes with.
+ */
+static enum ib_wc_status vrdma_req_sqe_check(const struct vrdma_sqe *sqe,
+					     u32 flags, u64 *len)
+{
+	bool inl = flags & VRDMA_WQE_INLINE;
+
+	if (!inl && sqe->num_sge > VRDMA_MAX_SGE)
+		return IB_WC_LOC_LEN_ERR;
+	*len = inl ? min_t(u32, sqe->inline_len, VRDMA_MAX_INLINE) :
+		     vrdma_sge_total(sqe->sge, sqe->num_sge);
+
+	switch (sqe->opcode) {
+	case VRDMA_OP_SEND:
+	case VRDMA_OP_SEND_WITH_IMM:
+	case VRDMA_OP_SEND_WITH_INV:
+	case VRDMA_OP_RDMA_WRITE:
+	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
+		break;
+	case VRDMA_OP_ATOMIC_CMP_AND_SWP:
+	case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
+		if (inl)
+			return IB_WC_LOC_QP_OP_ERR;
+		/* one 8-byte local buffer for the original value */
+		if (sqe->num_sge != 1 || *len != 8)
+			return IB_WC_LOC_LEN_ERR;
+		break;
+	case VRDMA_OP_RDMA_READ:
+		if (inl)
+			return IB_WC_LOC_QP_OP_ERR;
+		break;
+	case VRDMA_OP_LOCAL_INV:
+	case VRDMA_OP_REG_MR:
+		*len = 0;
+		break;
+	default:
+		return IB_WC_LOC_QP_OP_ERR;
+	}
+	return *len > VRDMA_MAX_MSG_SIZE ? IB_WC_LOC_LEN_ERR : IB_WC_SUCCESS;
+}
+
+/* A well-formed WQE that must stay in its slot for now. */
+static bool vrdma_req_must_wait(struct vrdma_rc_conn *rc,
+				const struct vrdma_swqe *sw)
+{
+	struct vrdma_qp *qp = rc->qp;
+	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
+
+	/* IB_SEND_FENCE: wait for outstanding READs and atomics */
+	if ((sw->sqe.flags & VRDMA_WQE_FENCE) && rc->req.rd_outstanding)
+		return true;
+	/* max_rd_atomic: wait for a response */
+	if (vrdma_op_has_resp(sw->sqe.opcode) &&
+	    rc->req.rd_outstanding >= max_rd)
+		return true;
+	/*
+	 * Earlier WQEs may still be retransmitted from the MR a LOCAL_INV
+	 * invalidates: it runs once they are all complete.
+	 */
+	return sw->sqe.opcode == VRDMA_OP_LOCAL_INV &&
+	       rc->req.sq_taken != qp->sq.cons;
+}
+
+/* LOCAL_INV and REG_MR execute when taken and complete in order. */
+static enum ib_wc_status vrdma_req_local_op(struct vrdma_rc_conn *rc,
+					    const struct vrdma_sqe *sqe)
+{
+	int rv;
+
+	if (sqe->opcode == VRDMA_OP_LOCAL_INV)
+		rv = vrdma_mr_invalidate(rc->qp, sqe->ex);
+	else
+		rv = vrdma_mr_fast_reg(rc->qp, sqe);
+	return rv ? IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
+}
+
+/* A READ/atomic request: what its retransmissions are built from. */
+static void vrdma_req_note_read(struct vrdma_rc_conn *rc,
+				struct vrdma_swqe *sw, struct vrdma_tmsg *tm)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	bool cas = sw->sqe.opcode == VRDMA_OP_ATOMIC_CMP_AND_SWP;
+	u32 i;
+
+	for (i = 0; i < VRDMA_RC_READS; i++) {
+		if (req->rd_out[i].used)
+			continue;
+		req->rd_out[i].used = true;
+		req->rd_out[i].msg_id = sw->msg_id;
+		req->rd_out[i].sq_idx = tm->sq_idx;
+		break;
+	}
+	req->rd_outstanding++;
+
+	tm->rkey = sw->sqe.rkey;
+	tm->va = sw->sqe.raddr;
+	tm->len = sw->len;
+	tm->req_op = VT_OP_READ_REQ;
+	if (vrdma_op_is_atomic(sw->sqe.opcode)) {
+		tm->req_op = VT_OP_ATOMIC_REQ;
+		tm->atomic.op = cas ? VT_ATOMIC_CMP_SWP : VT_ATOMIC_FETCH_ADD;
+		tm->atomic.swap_add = cas ? sw->sqe.swap : sw->sqe.compare_add;
+		tm->atomic.compare = cas ? sw->sqe.compare_add : 0;
+	}
+}
+
+/* Bytes the core carries for a message: a READ request carries none. */
+static u32 vrdma_req_wire_len(const struct vrdma_swqe *sw)
+{
+	if (sw->sqe.opcode == VRDMA_OP_RDMA_READ)
+		return 0;
+	if (vrdma_op_is_atomic(sw->sqe.opcode))
+		return VT_ATOMIC_REQ_LEN;
+	return sw->len;
+}
+
+/* Hand a taken WQE to the core as message msg_next; false: core full. */
+static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
+			    u32 sq_idx)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	struct vrdma_tmsg *tm;
+	u8 op = sw->sqe.opcode;
+
+	sw->msg_id = req->msg_next;
+	if (vt_tx_enqueue(rc->vt, sw->msg_id, vrdma_req_wire_len(sw)))
+		return false;
+	if (op == VRDMA_OP_SEND || op == VRDMA_OP_SEND_WITH_IMM ||
+	    op == VRDMA_OP_SEND_WITH_INV)
+		sw->ssn = req->ssn_next++;	/* in va on the wire */
+	else if (op == VRDMA_OP_RDMA_WRITE_WITH_IMM)
+		req->ssn_next++;		/* consumes a receive WQE too */
+
+	tm = &req->tmsg[sw->msg_id % VRDMA_RC_MSGS];
+	tm->kind = VRDMA_TMSG_SQ;
+	tm->sq_idx = sq_idx;
+	tm->req_op = 0;
+	if (vrdma_op_has_resp(op))
+		vrdma_req_note_read(rc, sw, tm);
+	sw->state = VRDMA_SW_QUEUED;
+	req->msg_next++;
+	return true;
+}
+
+/* Take the WQE in slot sq_taken; false when the sender must stop here. */
+static bool vrdma_req_take_one(struct vrdma_rc_conn *rc)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	void *slot = vrdma_ring_slot(&rc->qp->sq, req->sq_taken);
+	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, req->sq_taken);
+	enum ib_wc_status st;
+	u32 f = vrdma_slot_flags(slot);
+	bool local;
+	u64 len = 0;
+
+	if (!(f & VRDMA_WQE_VALID))
+		return false;
+	/* a private copy: the slot stays writable by its process */
+	memcpy(&sw->sqe, slot, sizeof(sw->sqe));
+	sw->sqe.flags = f;
+	sw->status = IB_WC_SUCCESS;
+
+	st = vrdma_req_sqe_check(&sw->sqe, f, &len);
+	if (st == IB_WC_SUCCESS && vrdma_req_must_wait(rc, sw))
+		return false;
+	local = sw->sqe.opcode == VRDMA_OP_LOCAL_INV ||
+		sw->sqe.opcode == VRDMA_OP_REG_MR;
+	if (st == IB_WC_SUCCESS && local)
+		st = vrdma_req_local_op(rc, &sw->sqe);
+	sw->len = st ? 0 : len;
+	if (st || local) {
+		/* local operations and refused WQEs complete here, in order */
+		sw->msg_id = req->msg_next;
+		req->sq_taken++;
+		vrdma_req_done(rc, sw, st);
+		return st == IB_WC_SUCCESS;
+	}
+	/* core message queue full: retake this slot later */
+	if (!vrdma_req_queue(rc, sw, req->sq_taken))
+		return false;
+	req->sq_taken++;
+	return true;
+}
+
+/* Take new send WQEs from the SQ ring and queue them as messages. */
+void vrdma_req_take_sq(struct vrdma_rc_conn *rc)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	struct vrdma_ring *r = &rc->qp->sq;
+
+	lockdep_assert_held(&rc->lock);
+	/*
+	 * Pairs with the provider's fence between publishing WQEs and
+	 * reading whether the last one before them is finished: a slot
+	 * cleared by vrdma_req_complete_sq is visible before we look for
+	 * new WQEs, so the provider rings the doorbell or we see its WQEs.
+	 */
+	smp_mb();
+	while (rc->started && !rc->error && !rc->resp.nack &&
+	       req->msg_next - req->msg_acked < VRDMA_RC_MSGS &&
+	       req->sq_taken - r->cons < r->num)
+		if (!vrdma_req_take_one(rc))
+			break;
+}
+
+/* Queue the READ/atomic responses the responder owes. */
+void vrdma_req_take_reads(struct vrdma_rc_conn *rc)
+{
+	struct vrdma_rc_resp *resp = &rc->resp;
+	struct vrdma_rc_req *req = &rc->req;
+
+	while (resp->rdq_head != resp->rdq_tail &&
+	       req->msg_next - req->msg_acked < VRDMA_RC_MSGS) {
+		struct vrdma_tmsg *q = &resp->rdq[resp->rdq_head %
+						  VRDMA_RC_READS];
+		u32 id = req->msg_next;
+
+		if (vt_tx_enqueue(rc->vt, id, q->len))
+			return;
+		req->tmsg[id % VRDMA_RC_MSGS] = *q;
+		req->msg_next++;
+		resp->rdq_head++;
+		resp->rd_in--;
+	}
+}
+
+/* ---- transmit ------------------------------------------------------------ */
+
+/* The header of a send WQE's packet, from the WQE's private copy. */
+static void vrdma_req_sq_hdr(const struct vrdma_swqe *sw,
+			     struct vt_data_hdr *h)
+{
+	switch (sw->sqe.opcode) {
+	case VRDMA_OP_SEND_WITH_IMM:
+		h->flags |= VT_F_IMM;
+		h->imm = sw->sqe.ex;
+		fallthrough;
+	case VRDMA_OP_SEND:
+		h->opcode = VT_OP_SEND;
+		h->va = sw->ssn;
+		break;
+	case VRDMA_OP_SEND_WITH_INV:
+		h->opcode = VT_OP_SEND;
+		h->flags |= VT_F_INV;
+		h->rkey = sw->sqe.ex;
+		h->va = sw->ssn;
+		break;
+	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
+		h->flags |= VT_F_IMM;
+		h->imm = sw->sqe.ex;
+		fallthrough;
+	case VRDMA_OP_RDMA_WRITE:
+		h->opcode = VT_OP_WRITE;
+		h->rkey = sw->sqe.rkey;
+		h->va = sw->sqe.raddr;
+		break;
+	}
+}
+
+/*
+ * The header of the packet of decision @d for message @tm; the send WQE
+ * whose payload it carries, or NULL (requests and responses built from
+ * @tm alone).
+ */
+static struct vrdma_swqe *vrdma_req_hdr(struct vrdma_rc_conn *rc,
+					const struct vrdma_tmsg *tm,
+					const struct vt_tx_decision *d,
+					struct vt_data_hdr *h)
+{
+	struct vrdma_swqe *sw = NULL;
+
+	memset(h, 0, sizeof(*h));
+	h->flags = d->flags;
+	h->path = d->path;
+	h->payload_len = d->len;
+	h->dst_conn = rc->dest_qpn;
+	h->psn = d->psn;
+	h->tx_ts = d->ts;
+	h->msg_id = d->msg_id;
+	h->msg_off = d->msg_off;
+	h->msg_len = d->msg_len;
+
+	if (tm->kind == VRDMA_TMSG_READ_RESP) {
+		h->opcode = VT_OP_READ_RESP;
+		h->va = tm->req_msg_id;
+	} else if (tm->kind == VRDMA_TMSG_ATOMIC_RESP) {
+		h->opcode = VT_OP_ATOMIC_RESP;
+		h->va = tm->req_msg_id;
+	} else if (tm->req_op) {
+		/* READ/atomic request: from its copy, never from the slot */
+		h->opcode = tm->req_op;
+		h->rkey = tm->rkey;
+		h->va = tm->va;
+		if (h->opcode == VT_OP_READ_REQ)
+			h->msg_len = tm->len;
+	} else {
+		sw = vrdma_rc_swqe(rc, tm->sq_idx);
+		vrdma_req_sq_hdr(sw, h);
+	}
+	return sw;
+}
+
+/* Fill the packet's payload; IB_WC_SUCCESS or the status it fails with. */
+static enum ib_wc_status vrdma_req_payload(struct vrdma_rc_conn *rc,
+					   const struct vrdma_tmsg *tm,
+					   const struct vrdma_swqe *sw,
+					   const struct vt_data_hdr *h,
+					   void *payload)
+{
+	u32 off = h->msg_off, len = h->payload_len;
+
+	if (tm->kind == VRDMA_TMSG_READ_RESP)
+		return vrdma_mr_rw(rc->qp, tm->rkey, IB_ACCESS_REMOTE_READ,
+				   tm->va + off, payload, len, false) ?
+		       IB_WC_REM_ACCESS_ERR : IB_WC_SUCCESS;
+	if (tm->kind == VRDMA_TMSG_ATOMIC_RESP)
+		return vt_atomic_resp_encode(tm->orig, payload, len) < 0 ?
+		       IB_WC_REM_OP_ERR : IB_WC_SUCCESS;
+	if (h->opcode == VT_OP_ATOMIC_REQ)
+		return len != VT_ATOMIC_REQ_LEN ||
+		       vt_atomic_encode(&tm->atomic, payload, len) < 0 ?
+		       IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
+	if (h->opcode == VT_OP_READ_REQ || !len)
+		return IB_WC_SUCCESS;
+	if (sw->sqe.flags & VRDMA_WQE_INLINE) {
+		if (off + len > sw->len)
+			return IB_WC_LOC_LEN_ERR;
+		memcpy(payload, (u8 *)sw->sqe.sge + off, len);
+		return IB_WC_SUCCESS;
+	}
+	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, off,
+			      payload, len, false);
+}
+
+/*
+ * Build and send the packet of one SEND/RETX decision. A payload that
+ * cannot be read fails the QP; a packet the stack drops (no memory, no
+ * route) is lost like on the wire, and the core retransmits it.
+ */
+void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
+			 const struct vt_tx_decision *d)
+{
+	struct vrdma_qp *qp = rc->qp;
+	struct vrdma_tmsg *tm = &rc->req.tmsg[d->msg_id % VRDMA_RC_MSGS];
+	enum ib_wc_status st;
+	struct vrdma_swqe *sw;
+	struct vt_data_hdr h;
+	struct sk_buff *skb;
+
+	sw = vrdma_req_hdr(rc, tm, d, &h);
+	skb = vrdma_net_alloc_skb(qp->vdev, &rc->route,
+				  VT_DATA_HDR_LEN + d->len);
+	if (!skb)
+		return;
+	if (vt_data_hdr_encode(&h, skb_put(skb, VT_DATA_HDR_LEN),
+			       VT_DATA_HDR_LEN) < 0) {
+		kfree_skb(skb);
+		return;
+	}
+	st = vrdma_req_payload(rc, tm, sw, &h, skb_put(skb, d->len));
+	if (st != IB_WC_SUCCESS) {
+		kfree_skb(skb);
+		if (sw)
+			vrdma_req_fail_oldest(rc, st);
+		else
+			vrdma_rc_fail(rc, st);
+		return;
+	}
+	vrdma_net_xmit(qp->vdev, &rc->route,
+		       vrdma_net_sport(qp->ibqp.qp_num, d->entropy), skb);
+}
+
+/* ---- ACKs ----------------------------------------------------------------- */
+
+/*
+ * Message @tm was acknowledged. A READ's or atomic's response may have
+ * come before this ACK: the WQE is complete then, and its slot may hold
+ * a newer WQE already.
+ */
+static void vrdma_req_acked(struct vrdma_rc_conn *rc, struct vrdma_tmsg *tm,
+			    u64 now)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, tm->sq_idx);
+
+	if (tm->kind != VRDMA_TMSG_SQ || sw->msg_id != req->msg_acked ||
+	    sw->state != VRDMA_SW_QUEUED)
+		return;
+	if (!vrdma_op_has_resp(sw->sqe.opcode)) {
+		sw->state = VRDMA_SW_DONE;
+		return;
+	}
+	sw->state = VRDMA_SW_WAIT_RESP;
+	if (!req->resp_deadline)
+		req->resp_deadline = now + req->resp_timeout_ns;
+}
+
+void vrdma_req_rx_ack(struct vrdma_rc_conn *rc, const struct vt_ack *ack,
+		      u64 now)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	struct vt_ack_result r;
+	u32 i;
+
+	lockdep_assert_held(&rc->lock);
+	if (vt_tx_on_ack(rc->vt, now, ack, &r) < 0 && !r.error)
+		return;
+	for (i = 0; i < r.msgs_done; i++) {
+		struct vrdma_tmsg *tm = &req->tmsg[req->msg_acked %
+						   VRDMA_RC_MSGS];
+
+		vrdma_req_acked(rc, tm, now);
+		tm->kind = VRDMA_TMSG_NONE;
+		req->msg_acked++;
+	}
+	if (r.msgs_done)
+		vrdma_req_complete_sq(rc);
+	if (r.error)
+		vrdma_req_fail_oldest(rc, vrdma_req_err_status(r.error));
+	if (r.msgs_done)
+		vrdma_resp_fail_check(rc);	/* responses delivered */
+	vrdma_rc_run_at(rc, now);	/* the window opened */
+}
+
+/* ---- READ and atomic responses ---------------------------------------------- */
+
+/*
+ * First packet of a response to our READ/atomic request h->va: bind it
+ * to the request's rd_out slot (in rm->va). A response to nothing, or of
+ * the wrong kind, is an invalid request.
+ */
+enum vt_nack_code vrdma_req_resp_first(struct vrdma_rc_conn *rc,
+				       const struct vt_data_hdr *h,
+				       struct vrdma_rmsg *rm,
+				       const void *payload)
+{
+	bool atomic = h->opcode == VT_OP_ATOMIC_RESP;
+	u32 i;
+
+	for (i = 0; i < VRDMA_RC_READS; i++) {
+		struct vrdma_rd_out *ro = &rc->req.rd_out[i];
+		u8 op;
+
+		if (!ro->used || ro->msg_id != (u32)h->va)
+			continue;
+		op = vrdma_rc_swqe(rc, ro->sq_idx)->sqe.opcode;
+		if (vrdma_op_is_atomic(op) != atomic)
+			return VT_NACK_INV_REQ;
+		rm->va = i;
+		return VT_NACK_NONE;
+	}
+	return VT_NACK_INV_REQ;
+}
+
+/* Place a response's payload into the request's local buffers. */
+enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
+				       const struct vt_data_hdr *h,
+				       struct vrdma_rmsg *rm, void *payload)
+{
+	struct vrdma_rd_out *ro = &rc->req.rd_out[rm->va];
+	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, ro->sq_idx);
+	u64 orig;
+
+	if (h->opcode == VT_OP_READ_RESP) {
+		if (h->msg_off + h->payload_len > sw->len)
+			return IB_WC_LOC_LEN_ERR;
+		return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge,
+				      h->msg_off, payload, h->payload_len,
+				      true);
+	}
+	if (vt_atomic_resp_decode(payload, h->payload_len, &orig) < 0)
+		return IB_WC_BAD_RESP_ERR;
+	/* host order, like a local 64-bit load */
+	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, 0, &orig,
+			      sizeof(orig), true);
+}
+
+/* A response is complete, in order: its WQE completes. */
+void vrdma_req_resp_done(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	struct vrdma_rd_out *ro = &req->rd_out[rm->va];
+	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, ro->sq_idx);
+
+	ro->used = false;
+	req->rd_outstanding--;
+	if (!req->rd_outstanding)
+		req->resp_deadline = 0;
+	vrdma_req_done(rc, sw, rm->status);
+}
