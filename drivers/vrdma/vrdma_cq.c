@@ -6,7 +6,9 @@
  * struct vrdma_cq_ctrl (uapi vrdma-abi.h). The transport produces CQEs
  * with vrdma_cq_push(); a user consumer polls the mapped ring without a
  * system call and arms the CQ by writing ctrl->notify, a kernel consumer
- * does the same through vrdma_poll_cq()/vrdma_req_notify_cq().
+ * does the same through vrdma_poll_cq()/vrdma_req_notify_cq(). Also the
+ * completion opcode of each send opcode (vrdma_sq_wc_opcode), for the
+ * data paths and the flush.
  */
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * vrdma_net.c - the UDP glue: one tunnel socket pair (IPv4, IPv6) per
- * network namespace that holds a vrdma device, route lookup, transmit on
- * the netdev's queues and receive through the encap hook.
+ * network namespace that holds a vrdma device, the route and UDP source
+ * port of a QP's packets (one helper each for RC and UD), route lookup,
+ * transmit on the netdev's queues with TX back-pressure, and receive
+ * through the encap hook.
  *
  * Unlike rxe (sockets in init_net only), sockets are per netns, so a
  * device bound to a netdev inside a container's namespace works there.
