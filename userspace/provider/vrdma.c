@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 
 #include "vrdma.h"
+#include "vrdma_abi_check.h"
 
 static void vrdma_free_context(struct ibv_context *ibctx);
 
