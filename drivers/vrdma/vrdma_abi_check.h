@@ -15,6 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "rdma/vrdma-abi.h"
+#include "rdma/vrdma_wqe.h"
 
 #define VRDMA_ABI_CHECK(e)	static_assert(e, #e)
 #define VRDMA_ABI_SIZE(s, n)	VRDMA_ABI_CHECK(sizeof(struct s) == (n))
@@ -99,6 +100,11 @@ VRDMA_ABI_OFF(vrdma_create_srq_resp, srq_size, 16);
 VRDMA_ABI_SIZE(vrdma_create_ah_resp, 8);
 VRDMA_ABI_OFF(vrdma_create_ah_resp, comp_mask, 0);
 VRDMA_ABI_OFF(vrdma_create_ah_resp, ah_num, 4);
+
+/* vrdma_sqe_check() returns completion statuses, handed on as they are. */
+VRDMA_ABI_CHECK((int)VRDMA_SQE_OK == (int)IB_WC_SUCCESS);
+VRDMA_ABI_CHECK((int)VRDMA_SQE_LOC_LEN_ERR == (int)IB_WC_LOC_LEN_ERR);
+VRDMA_ABI_CHECK((int)VRDMA_SQE_LOC_QP_OP_ERR == (int)IB_WC_LOC_QP_OP_ERR);
 
 #undef VRDMA_ABI_OFF
 #undef VRDMA_ABI_SIZE

@@ -54,6 +54,9 @@
 #define VRDMA_MAX_SGE		6
 #define VRDMA_MAX_INLINE	(VRDMA_MAX_SGE * 16)
 
+/* The longest message, advertised as max_msg_sz (IBA's limit, 2^31). */
+#define VRDMA_MAX_MSG_SIZE	(1U << 31)
+
 /* An mmap key that is never valid: the kernel could not map the queue. */
 #define VRDMA_INVAL_MMAP_KEY	(~0ULL)
 
