@@ -231,7 +231,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 	for (; n < num; n++, wc++) {
 		struct vrdma_cqe *cqe = vrdma_ring_slot(&cq->ring,
 							 cq->ring.head);
-		uint32_t flags = vrdma_load_flags(cqe);
+		uint32_t flags = vrdma_slot_flags(cqe);
 
 		if (!(flags & VRDMA_CQE_VALID))
 			break;
@@ -260,7 +260,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 			wc->wc_flags |= IBV_WC_GRH;
 
 		/* hand the slot back to the kernel */
-		vrdma_store_flags(cqe, 0);
+		vrdma_slot_set(cqe, 0);
 		cq->ring.head++;
 	}
 	pthread_spin_unlock(&cq->ring.lock);
@@ -597,14 +597,14 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, qp->sq.head);
 		uint32_t flags;
 
-		if (vrdma_load_flags(sqe) & VRDMA_WQE_VALID) {
+		if (vrdma_slot_flags(sqe) & VRDMA_WQE_VALID) {
 			ret = ENOMEM;	/* send queue full */
 			break;
 		}
 		ret = -vrdma_build_sqe(qp, wr, sqe, &flags);
 		if (ret)
 			break;
-		vrdma_store_flags(sqe, flags);
+		vrdma_slot_set(sqe, flags);
 		qp->sq.head++;
 		posted++;
 	}
@@ -621,7 +621,7 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	 */
 	if (posted && start) {
 		atomic_thread_fence(memory_order_seq_cst);
-		idle = !(vrdma_load_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
+		idle = !(vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
 			 VRDMA_WQE_VALID);
 	}
 	if (posted && (idle || posted >= qp->sq.num_slots)) {
@@ -646,7 +646,7 @@ static int vrdma_post_rqe(struct vrdma_ring *rq, struct ibv_context *ibctx,
 	for (; wr; wr = wr->next) {
 		struct vrdma_rqe *rqe = vrdma_ring_slot(rq, rq->head);
 
-		if (vrdma_load_flags(rqe) & VRDMA_WQE_VALID) {
+		if (vrdma_slot_flags(rqe) & VRDMA_WQE_VALID) {
 			ret = ENOMEM;	/* receive queue full */
 			break;
 		}
@@ -662,7 +662,7 @@ static int vrdma_post_rqe(struct vrdma_ring *rq, struct ibv_context *ibctx,
 			rqe->sge[i].length = wr->sg_list[i].length;
 			rqe->sge[i].lkey = wr->sg_list[i].lkey;
 		}
-		vrdma_store_flags(rqe, VRDMA_WQE_VALID);
+		vrdma_slot_set(rqe, VRDMA_WQE_VALID);
 		rq->head++;
 	}
 	if (ret)
