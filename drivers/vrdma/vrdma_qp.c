@@ -16,6 +16,7 @@
 #include "vrdma_verbs.h"
 #include "vrdma_rc.h"
 #include "vrdma_ud.h"
+#include "rdma/vrdma_wqe.h"
 
 static const char * const vrdma_qp_state_name[] = {
 	[IB_QPS_RESET] = "RESET",
@@ -467,12 +468,22 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * Fill @sqe from @wr for a kernel QP; the caller publishes it by setting
+ * VRDMA_WQE_VALID (*flags). The shape of the result is checked by the same
+ * vrdma_sqe_check() the provider runs and the data path runs again when it
+ * takes the slot; what it refuses is -EINVAL here.
+ */
 static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 			   const struct ib_send_wr *wr, u32 *flags)
 {
 	enum ib_qp_type type = qp->ibqp.qp_type;
+	bool ud = type == IB_QPT_UD || type == IB_QPT_GSI;
+	u64 len;
 	int i;
 
+	if (wr->num_sge < 0)
+		return -EINVAL;
 	memset(sqe, 0, sizeof(*sqe));
 	*flags = VRDMA_WQE_VALID;
 	if ((wr->send_flags & IB_SEND_SIGNALED) ||
@@ -490,14 +501,14 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 	case IB_WR_SEND_WITH_IMM:
 		if (wr->opcode == IB_WR_SEND_WITH_IMM)
 			sqe->ex = (__force u32)wr->ex.imm_data;
-		if (type == IB_QPT_UD || type == IB_QPT_GSI) {
-			const struct ib_ud_wr *ud = ud_wr(wr);
+		if (ud) {
+			const struct ib_ud_wr *udw = ud_wr(wr);
 
-			if (!ud->ah)
+			if (!udw->ah)
 				return -EINVAL;
-			sqe->ah = to_vah(ud->ah)->ah_num;
-			sqe->remote_qpn = ud->remote_qpn;
-			sqe->remote_qkey = ud->remote_qkey;
+			sqe->ah = to_vah(udw->ah)->ah_num;
+			sqe->remote_qpn = udw->remote_qpn;
+			sqe->remote_qkey = udw->remote_qkey;
 		}
 		break;
 	case IB_WR_SEND_WITH_INV:
@@ -508,13 +519,17 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 		fallthrough;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_READ:
+		if (ud)
+			break;	/* refused below; a UD WR has no rdma_wr */
 		sqe->raddr = rdma_wr(wr)->remote_addr;
 		sqe->rkey = rdma_wr(wr)->rkey;
 		break;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-		    (atomic_wr(wr)->remote_addr & 7))
+		if (ud)
+			break;
+		/* the remote word must be naturally aligned */
+		if (atomic_wr(wr)->remote_addr & 7)
 			return -EINVAL;
 		sqe->raddr = atomic_wr(wr)->remote_addr;
 		sqe->rkey = atomic_wr(wr)->rkey;
@@ -523,38 +538,46 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 		break;
 	case IB_WR_LOCAL_INV:
 		sqe->ex = wr->ex.invalidate_rkey;
-		return 0;
+		goto check;
 	case IB_WR_REG_MR:
+		if (ud)
+			break;
 		/* kernel QP: the MR is a kernel pointer the data path owns */
 		sqe->raddr = (u64)(uintptr_t)reg_wr(wr)->mr;
 		sqe->rkey = reg_wr(wr)->key;
 		sqe->ex = reg_wr(wr)->access;
-		return 0;
+		goto check;
 	default:
 		return -EINVAL;
 	}
-	if (type != IB_QPT_RC && wr->opcode != IB_WR_SEND &&
-	    wr->opcode != IB_WR_SEND_WITH_IMM)
-		return -EINVAL;
 
-	if (wr->send_flags & IB_SEND_INLINE) {
+	/*
+	 * Inline data is taken by value for the operations that send data;
+	 * a READ or an atomic ignores IB_SEND_INLINE, as the provider does.
+	 */
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    wr->opcode != IB_WR_RDMA_READ &&
+	    wr->opcode != IB_WR_ATOMIC_CMP_AND_SWP &&
+	    wr->opcode != IB_WR_ATOMIC_FETCH_AND_ADD) {
 		u8 *dst = (u8 *)sqe->sge;
 		u32 bytes = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			u32 len = wr->sg_list[i].length;
+			u32 l = wr->sg_list[i].length;
 
-			if (len > VRDMA_MAX_INLINE - bytes)
+			/* keeps the copy inside sge[] */
+			if (l > VRDMA_MAX_INLINE - bytes)
 				return -EINVAL;
 			memcpy(dst + bytes,
-			       (void *)(uintptr_t)wr->sg_list[i].addr, len);
-			bytes += len;
+			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
+			bytes += l;
 		}
 		*flags |= VRDMA_WQE_INLINE;
 		sqe->inline_len = bytes;
-		return 0;
+		goto check;
 	}
-	if (wr->num_sge < 0 || wr->num_sge > VRDMA_MAX_SGE)
+	/* keeps the copy inside sge[] */
+	if (wr->num_sge > VRDMA_MAX_SGE)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
 		sqe->sge[i].addr = wr->sg_list[i].addr;
@@ -562,6 +585,11 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 		sqe->sge[i].lkey = wr->sg_list[i].lkey;
 	}
 	sqe->num_sge = wr->num_sge;
+check:
+	if (vrdma_sqe_check(sqe, *flags,
+			    ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC, 1,
+			    &len) != VRDMA_SQE_OK)
+		return -EINVAL;
 	return 0;
 }
 

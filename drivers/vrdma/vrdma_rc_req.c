@@ -18,6 +18,7 @@
 #include <linux/skbuff.h>
 #include <rdma/ib_verbs.h>
 
+#include "rdma/vrdma_wqe.h"
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "vrdma_rc.h"
@@ -167,49 +168,6 @@ void vrdma_req_resp_expired(struct vrdma_rc_conn *rc)
 
 /* ---- taking send WQEs -------------------------------------------------- */
 
-/*
- * The shape of a send WQE of an RC QP: IB_WC_SUCCESS and its message
- * length in @len, or the status it completes with.
- */
-static enum ib_wc_status vrdma_req_sqe_check(const struct vrdma_sqe *sqe,
-					     u32 flags, u64 *len)
-{
-	bool inl = flags & VRDMA_WQE_INLINE;
-
-	if (!inl && sqe->num_sge > VRDMA_MAX_SGE)
-		return IB_WC_LOC_LEN_ERR;
-	*len = inl ? min_t(u32, sqe->inline_len, VRDMA_MAX_INLINE) :
-		     vrdma_sge_total(sqe->sge, sqe->num_sge);
-
-	switch (sqe->opcode) {
-	case VRDMA_OP_SEND:
-	case VRDMA_OP_SEND_WITH_IMM:
-	case VRDMA_OP_SEND_WITH_INV:
-	case VRDMA_OP_RDMA_WRITE:
-	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
-		break;
-	case VRDMA_OP_ATOMIC_CMP_AND_SWP:
-	case VRDMA_OP_ATOMIC_FETCH_AND_ADD:
-		if (inl)
-			return IB_WC_LOC_QP_OP_ERR;
-		/* one 8-byte local buffer for the original value */
-		if (sqe->num_sge != 1 || *len != 8)
-			return IB_WC_LOC_LEN_ERR;
-		break;
-	case VRDMA_OP_RDMA_READ:
-		if (inl)
-			return IB_WC_LOC_QP_OP_ERR;
-		break;
-	case VRDMA_OP_LOCAL_INV:
-	case VRDMA_OP_REG_MR:
-		*len = 0;
-		break;
-	default:
-		return IB_WC_LOC_QP_OP_ERR;
-	}
-	return *len > VRDMA_MAX_MSG_SIZE ? IB_WC_LOC_LEN_ERR : IB_WC_SUCCESS;
-}
-
 /* A well-formed WQE that must stay in its slot for now. */
 static bool vrdma_req_must_wait(struct vrdma_rc_conn *rc,
 				const struct vrdma_swqe *sw)
@@ -331,7 +289,9 @@ static bool vrdma_req_take_one(struct vrdma_rc_conn *rc)
 	sw->sqe.flags = f;
 	sw->status = IB_WC_SUCCESS;
 
-	st = vrdma_req_sqe_check(&sw->sqe, f, &len);
+	/* the shape, as the provider checked it when posting */
+	st = (enum ib_wc_status)vrdma_sqe_check(&sw->sqe, f, VRDMA_SQE_QP_RC,
+						 !rc->qp->user, &len);
 	if (st == IB_WC_SUCCESS && vrdma_req_must_wait(rc, sw))
 		return false;
 	local = sw->sqe.opcode == VRDMA_OP_LOCAL_INV ||

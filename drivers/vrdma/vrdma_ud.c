@@ -26,6 +26,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
+#include "rdma/vrdma_wqe.h"
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "vrdma_ud.h"
@@ -86,22 +87,15 @@ static enum ib_wc_status vrdma_ud_send_one(struct vrdma_qp *qp,
 	struct vrdma_route r;
 	struct sk_buff *skb;
 	void *payload;
-	u64 total = 0;
 	enum ib_wc_status st;
-	u32 mtu, qkey, i;
+	u32 mtu, qkey;
+	u64 total;
 
-	if (s->opcode != VRDMA_OP_SEND && s->opcode != VRDMA_OP_SEND_WITH_IMM)
-		return IB_WC_LOC_QP_OP_ERR;
-	if (s->flags & VRDMA_WQE_INLINE) {
-		total = s->inline_len;
-		if (total > VRDMA_MAX_INLINE)
-			return IB_WC_LOC_LEN_ERR;
-	} else {
-		if (s->num_sge > VRDMA_MAX_SGE)
-			return IB_WC_LOC_QP_OP_ERR;
-		for (i = 0; i < s->num_sge; i++)
-			total += s->sge[i].length;
-	}
+	/* the shape, as the provider checked it when posting */
+	st = (enum ib_wc_status)vrdma_sqe_check(s, s->flags, VRDMA_SQE_QP_UD,
+						 !qp->user, &total);
+	if (st)
+		return st;
 	/* one packet per message: at most the port's MTU */
 	mtu = ib_mtu_enum_to_int(vrdma_mtu_from_netdev(READ_ONCE(vdev->netdev_mtu)));
 	if (total > mtu)

@@ -15,6 +15,7 @@
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "rdma/vrdma-abi.h"
+#include "vrdma_abi_check.h"
 
 struct vrdma_limits vrdma_limits = {
 	.max_qp = VRDMA_MAX_QP,

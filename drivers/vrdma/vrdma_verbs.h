@@ -10,7 +10,7 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
-#include "rdma/vrdma-abi.h"	/* VRDMA_MAX_SGE, VRDMA_MAX_INLINE */
+#include "rdma/vrdma-abi.h"	/* VRDMA_MAX_SGE, _INLINE, _MSG_SIZE */
 #include "vrdma.h"
 
 #define VRDMA_MAX_QP		(16 * 1024)
@@ -24,7 +24,6 @@
 #define VRDMA_MAX_RD_ATOMIC	16
 #define VRDMA_MAX_FRMR_PAGES	512
 #define VRDMA_MAX_MR_SIZE	(1ULL << 40)
-#define VRDMA_MAX_MSG_SIZE	(1U << 31)	/* max_msg_sz */
 
 #define VRDMA_QPN_MAX		0xffffff
 #define VRDMA_QPN_MIN		16	/* 0 and 1 are special, keep a gap */

@@ -2,10 +2,23 @@
 /*
  * vrdma user/kernel ABI, shared by vrdma.ko and libvrdma.
  *
- * Rules (efa discipline): every struct is 8-byte aligned, comp_mask comes
- * first in every command and response, reserved fields are
- * __u8 reserved_XXX[] and must be zero, and VRDMA_UVERBS_ABI_VERSION is
- * bumped only when an old provider would break.
+ * Rules (efa discipline, include/uapi/rdma/efa-abi.h):
+ * - every struct's size is a multiple of 8 bytes, and every 64-bit field
+ *   is an __aligned_u64 at an offset that is a multiple of 8, so the
+ *   layout is the same for 32- and 64-bit userspace;
+ * - comp_mask is the first field of every command and response, the
+ *   flags word the first of every ring slot;
+ * - a reserved field is named reserved_XXX, where XXX is its offset in
+ *   bits from the start of its struct, in lower-case hex without leading
+ *   zeros (a field at byte 44 is reserved_160, at byte 4 reserved_20).
+ *   It is a __u8 array, except an __aligned_u64 that gives a struct with
+ *   no other 64-bit field its 8-byte alignment. Reserved fields are
+ *   written as zero; the kernel refuses a command whose reserved bytes
+ *   are not (-EOPNOTSUPP), readers of slots and responses ignore them;
+ * - sizes and key offsets are asserted at build time on both sides
+ *   (drivers/vrdma/vrdma_abi_check.h, userspace/provider/vrdma_abi_check.h);
+ * - VRDMA_UVERBS_ABI_VERSION is bumped only when an old provider would
+ *   break: a layout change is such a break, a renamed field is not.
  *
  * Queues shared with userspace (siw style): the kernel allocates every SQ,
  * RQ, SRQ and CQ ring and hands out an mmap key (rdma_user_mmap_entry).
@@ -40,6 +53,9 @@
 /* Ring geometry limits, advertised again through query_device. */
 #define VRDMA_MAX_SGE		6
 #define VRDMA_MAX_INLINE	(VRDMA_MAX_SGE * 16)
+
+/* The longest message, advertised as max_msg_sz (IBA's limit, 2^31). */
+#define VRDMA_MAX_MSG_SIZE	(1U << 31)
 
 /* An mmap key that is never valid: the kernel could not map the queue. */
 #define VRDMA_INVAL_MMAP_KEY	(~0ULL)
@@ -78,7 +94,7 @@ struct vrdma_sqe {
 	__u32 flags;
 	__u8 opcode;
 	__u8 num_sge;
-	__u8 reserved_48[2];
+	__u8 reserved_30[2];
 	__aligned_u64 wr_id;
 	__aligned_u64 raddr;		/* RDMA/atomic remote address */
 	__u32 rkey;
@@ -96,7 +112,7 @@ struct vrdma_sqe {
 struct vrdma_rqe {
 	__u32 flags;
 	__u8 num_sge;
-	__u8 reserved_40[3];
+	__u8 reserved_28[3];
 	__aligned_u64 wr_id;
 	struct vrdma_sge sge[VRDMA_MAX_SGE];
 };
@@ -129,7 +145,7 @@ struct vrdma_cqe {
 	 * header in the first 40 bytes of the buffer (2 IPv4, 3 IPv6).
 	 */
 	__u8 network_hdr_type;
-	__u8 reserved_8[6];
+	__u8 reserved_110[6];
 };
 
 /* CQ arming, written by the consumer, cleared by the kernel when it fires. */
@@ -142,8 +158,8 @@ enum vrdma_cq_notify {
 /* Follows the CQE array of every CQ ring in the same mapping. */
 struct vrdma_cq_ctrl {
 	__u32 notify;
-	__u32 reserved_32;
-	__aligned_u64 reserved_64;
+	__u8 reserved_20[4];
+	__aligned_u64 reserved_40;	/* keeps the struct 8-byte aligned */
 };
 
 /* ucontext */
@@ -159,20 +175,20 @@ struct vrdma_alloc_ucontext_resp {
 	__u32 sqe_size;			/* sizeof(struct vrdma_sqe) */
 	__u32 rqe_size;			/* sizeof(struct vrdma_rqe) */
 	__u32 cqe_size;			/* sizeof(struct vrdma_cqe) */
-	__u8 reserved_32[4];
+	__u8 reserved_160[4];
 };
 
 /* CQ: the request carries nothing beyond comp_mask. */
 struct vrdma_create_cq_cmd {
 	__u32 comp_mask;
-	__u8 reserved_32[4];
+	__u8 reserved_20[4];
 };
 
 struct vrdma_create_cq_resp {
 	__u32 comp_mask;
 	__u32 cq_id;
 	__u32 num_cqe;			/* ring slots (>= the requested cqe) */
-	__u8 reserved_32[4];
+	__u8 reserved_60[4];
 	__aligned_u64 cq_key;		/* mmap offset of cqes + vrdma_cq_ctrl */
 	__aligned_u64 cq_size;		/* bytes to map */
 };
@@ -187,7 +203,7 @@ struct vrdma_resize_cq_resp {
 
 struct vrdma_create_qp_cmd {
 	__u32 comp_mask;
-	__u8 reserved_32[4];
+	__u8 reserved_20[4];
 };
 
 enum vrdma_create_qp_resp_mask {
@@ -208,8 +224,8 @@ enum vrdma_create_qp_resp_mask {
  */
 struct vrdma_rq_ctrl {
 	__u32 qp_state;
-	__u32 reserved_32;
-	__aligned_u64 reserved_64;
+	__u8 reserved_20[4];
+	__aligned_u64 reserved_40;	/* keeps the struct 8-byte aligned */
 };
 
 struct vrdma_create_qp_resp {
@@ -225,7 +241,7 @@ struct vrdma_create_qp_resp {
 
 struct vrdma_create_srq_cmd {
 	__u32 comp_mask;
-	__u8 reserved_32[4];
+	__u8 reserved_20[4];
 };
 
 struct vrdma_create_srq_resp {

@@ -17,6 +17,8 @@
 #include <sys/mman.h>
 
 #include "vrdma.h"
+#include "vrdma_abi_check.h"
+#include "vrdma_wqe.h"
 
 static void vrdma_free_context(struct ibv_context *ibctx);
 
@@ -230,7 +232,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 	for (; n < num; n++, wc++) {
 		struct vrdma_cqe *cqe = vrdma_ring_slot(&cq->ring,
 							 cq->ring.head);
-		uint32_t flags = vrdma_load_flags(cqe);
+		uint32_t flags = vrdma_slot_flags(cqe);
 
 		if (!(flags & VRDMA_CQE_VALID))
 			break;
@@ -259,7 +261,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 			wc->wc_flags |= IBV_WC_GRH;
 
 		/* hand the slot back to the kernel */
-		vrdma_store_flags(cqe, 0);
+		vrdma_slot_set(cqe, 0);
 		cq->ring.head++;
 	}
 	pthread_spin_unlock(&cq->ring.lock);
@@ -437,19 +439,14 @@ static int vrdma_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
-static int vrdma_sq_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
+/* The SQE opcode of @op; the QP type is vrdma_sqe_check()'s to judge. */
+static int vrdma_sq_opcode(enum ibv_wr_opcode op)
 {
 	switch (op) {
 	case IBV_WR_SEND:
 		return VRDMA_OP_SEND;
 	case IBV_WR_SEND_WITH_IMM:
 		return VRDMA_OP_SEND_WITH_IMM;
-	default:
-		break;
-	}
-	if (type != IBV_QPT_RC)
-		return -1;
-	switch (op) {
 	case IBV_WR_RDMA_WRITE:
 		return VRDMA_OP_RDMA_WRITE;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -474,7 +471,9 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 			   struct vrdma_sqe *sqe, uint32_t *flags)
 {
 	struct vrdma_context *ctx = to_vctx(qp->ibv_qp.context);
-	int op = vrdma_sq_opcode(qp->ibv_qp.qp_type, wr->opcode);
+	int ud = qp->ibv_qp.qp_type == IBV_QPT_UD;
+	int op = vrdma_sq_opcode(wr->opcode);
+	__u64 len;	/* vrdma_sqe_check() speaks uapi types */
 	int i;
 
 	if (op < 0 || wr->num_sge < 0)
@@ -522,8 +521,8 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-		    (wr->wr.atomic.remote_addr & 7))
+		/* the remote word must be naturally aligned */
+		if (wr->wr.atomic.remote_addr & 7)
 			return -EINVAL;
 		sqe->raddr = wr->wr.atomic.remote_addr;
 		sqe->rkey = wr->wr.atomic.rkey;
@@ -533,7 +532,9 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 	default:
 		break;
 	}
-	if (qp->ibv_qp.qp_type == IBV_QPT_UD) {
+	/* only a SEND has a UD address: elsewhere wr.ud aliases wr.rdma */
+	if (ud && (wr->opcode == IBV_WR_SEND ||
+		   wr->opcode == IBV_WR_SEND_WITH_IMM)) {
 		if (!wr->wr.ud.ah)
 			return -EINVAL;
 		sqe->ah = to_vah(wr->wr.ud.ah)->ah_num;
@@ -549,28 +550,34 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 		uint32_t bytes = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			uint32_t len = wr->sg_list[i].length;
+			uint32_t l = wr->sg_list[i].length;
 
-			if (len > ctx->max_inline - bytes)
+			/* keeps the copy inside sge[] */
+			if (l > ctx->max_inline - bytes)
 				return -EINVAL;
 			memcpy(dst + bytes,
-			       (void *)(uintptr_t)wr->sg_list[i].addr, len);
-			bytes += len;
+			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
+			bytes += l;
 		}
 		*flags |= VRDMA_WQE_INLINE;
 		sqe->inline_len = bytes;
-		return 0;
+	} else {
+		/* keeps the copy inside sge[] */
+		if ((uint32_t)wr->num_sge > ctx->max_sge ||
+		    wr->num_sge > VRDMA_MAX_SGE)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			sqe->sge[i].addr = wr->sg_list[i].addr;
+			sqe->sge[i].length = wr->sg_list[i].length;
+			sqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		sqe->num_sge = wr->num_sge;
 	}
 
-	if ((uint32_t)wr->num_sge > ctx->max_sge ||
-	    wr->num_sge > VRDMA_MAX_SGE)
+	/* the kernel's own check, run again when it takes the slot */
+	if (vrdma_sqe_check(sqe, *flags, ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC,
+			    0, &len) != VRDMA_SQE_OK)
 		return -EINVAL;
-	for (i = 0; i < wr->num_sge; i++) {
-		sqe->sge[i].addr = wr->sg_list[i].addr;
-		sqe->sge[i].length = wr->sg_list[i].length;
-		sqe->sge[i].lkey = wr->sg_list[i].lkey;
-	}
-	sqe->num_sge = wr->num_sge;
 	return 0;
 }
 
@@ -596,14 +603,14 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, qp->sq.head);
 		uint32_t flags;
 
-		if (vrdma_load_flags(sqe) & VRDMA_WQE_VALID) {
+		if (vrdma_slot_flags(sqe) & VRDMA_WQE_VALID) {
 			ret = ENOMEM;	/* send queue full */
 			break;
 		}
 		ret = -vrdma_build_sqe(qp, wr, sqe, &flags);
 		if (ret)
 			break;
-		vrdma_store_flags(sqe, flags);
+		vrdma_slot_set(sqe, flags);
 		qp->sq.head++;
 		posted++;
 	}
@@ -620,7 +627,7 @@ static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	 */
 	if (posted && start) {
 		atomic_thread_fence(memory_order_seq_cst);
-		idle = !(vrdma_load_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
+		idle = !(vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
 			 VRDMA_WQE_VALID);
 	}
 	if (posted && (idle || posted >= qp->sq.num_slots)) {
@@ -645,7 +652,7 @@ static int vrdma_post_rqe(struct vrdma_ring *rq, struct ibv_context *ibctx,
 	for (; wr; wr = wr->next) {
 		struct vrdma_rqe *rqe = vrdma_ring_slot(rq, rq->head);
 
-		if (vrdma_load_flags(rqe) & VRDMA_WQE_VALID) {
+		if (vrdma_slot_flags(rqe) & VRDMA_WQE_VALID) {
 			ret = ENOMEM;	/* receive queue full */
 			break;
 		}
@@ -661,7 +668,7 @@ static int vrdma_post_rqe(struct vrdma_ring *rq, struct ibv_context *ibctx,
 			rqe->sge[i].length = wr->sg_list[i].length;
 			rqe->sge[i].lkey = wr->sg_list[i].lkey;
 		}
-		vrdma_store_flags(rqe, VRDMA_WQE_VALID);
+		vrdma_slot_set(rqe, VRDMA_WQE_VALID);
 		rq->head++;
 	}
 	if (ret)

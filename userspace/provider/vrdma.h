@@ -160,14 +160,17 @@ static inline void *vrdma_ring_ctrl(struct vrdma_ring *r, size_t size)
 	       (uint8_t *)r->map + off : NULL;
 }
 
-/* Slot ownership: the first 32-bit word of every slot is its flags word. */
-static inline uint32_t vrdma_load_flags(void *slot)
+/*
+ * Slot ownership: the first 32-bit word of every slot is its flags word.
+ * The kernel's primitives of the same names do the same.
+ */
+static inline uint32_t vrdma_slot_flags(void *slot)
 {
 	return atomic_load_explicit((_Atomic(uint32_t) *)slot,
 				    memory_order_acquire);
 }
 
-static inline void vrdma_store_flags(void *slot, uint32_t flags)
+static inline void vrdma_slot_set(void *slot, uint32_t flags)
 {
 	atomic_store_explicit((_Atomic(uint32_t) *)slot, flags,
 			      memory_order_release);
