@@ -426,7 +426,7 @@ static void vrdma_dp_complete_sq(struct vrdma_xp *xp)
 			cqe.qp_num = qp->ibqp.qp_num;
 			if (vrdma_op_has_resp(sw->sqe.opcode))
 				cqe.byte_len = sw->len;
-			vrdma_cq_push(cq, &cqe, false);
+			vrdma_cq_push(cq, &cqe);
 		}
 		if (sw->status != IB_WC_SUCCESS)
 			return;	/* the rest is flushed when the QP enters ERR */
@@ -1143,7 +1143,7 @@ static void vrdma_dp_recv_cqe(struct vrdma_xp *xp, const struct vrdma_rqe *rqe,
 		cqe.flags = cflags;
 		cqe.ex = ex;
 	}
-	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 }
 
 /*
@@ -1780,7 +1780,7 @@ void vrdma_dp_quiesce(struct vrdma_qp *qp)
 		cqe.opcode = IB_WC_RECV;
 		cqe.status = IB_WC_WR_FLUSH_ERR;
 		cqe.qp_num = qp->ibqp.qp_num;
-		vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+		vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 		xp->rq_ssn_done++;
 	}
 	spin_unlock_bh(&xp->lock);

@@ -214,7 +214,7 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 			cqe.status = st;
 			cqe.byte_len = len;
 			cqe.qp_num = qp->ibqp.qp_num;
-			vrdma_cq_push(cq, &cqe, false);
+			vrdma_cq_push(cq, &cqe);
 		}
 		cond_resched();
 	}
@@ -382,7 +382,7 @@ void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		cqe.flags |= VRDMA_CQE_WITH_IMM;
 		cqe.ex = dh->imm;
 	}
-	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 out:
 	rcu_read_unlock();
 }
