@@ -825,6 +825,11 @@ static int vrdma_dp_xmit_data(struct vrdma_xp *xp,
 			h.va = sw->sqe.raddr;
 			break;
 		}
+		/* IBA 9.2: SE on the last packet of a receiving message */
+		if ((sw->sqe.flags & VRDMA_WQE_SOLICITED) &&
+		    (h.flags & VT_F_EOM) &&
+		    (h.opcode == VT_OP_SEND || (h.flags & VT_F_IMM)))
+			h.flags |= VT_F_SE;
 	}
 
 	skb = vrdma_net_alloc_skb(qp->vdev, &xp->route,
@@ -1125,7 +1130,10 @@ static void vrdma_dp_release_rqe(struct vrdma_xp *xp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
-/* @cflags: VRDMA_CQE_WITH_IMM (@ex the immediate) or _WITH_INV (the rkey) */
+/*
+ * @cflags: VRDMA_CQE_WITH_IMM (@ex the immediate) or _WITH_INV (the rkey),
+ * and VRDMA_CQE_SOLICITED
+ */
 static void vrdma_dp_recv_cqe(struct vrdma_xp *xp, const struct vrdma_rqe *rqe,
 			      u8 opcode, u8 status, u32 len, u32 cflags,
 			      u32 ex)
@@ -1328,6 +1336,7 @@ static int vrdma_dp_place(struct vrdma_xp *xp, const struct vt_data_hdr *h,
 static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 {
 	struct vrdma_qp *qp = xp->qp;
+	u32 se = rm->se ? VRDMA_CQE_SOLICITED : 0;
 	struct vrdma_rqe rqe;
 
 	switch (rm->op) {
@@ -1343,8 +1352,8 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 			rm->status = IB_WC_REM_INV_REQ_ERR;
 		vrdma_dp_recv_cqe(xp, &rm->rqe, IB_WC_RECV, rm->status,
 				  rm->len,
-				  rm->with_imm ? VRDMA_CQE_WITH_IMM :
-				  rm->with_inv ? VRDMA_CQE_WITH_INV : 0,
+				  se | (rm->with_imm ? VRDMA_CQE_WITH_IMM :
+					rm->with_inv ? VRDMA_CQE_WITH_INV : 0),
 				  rm->with_imm ? rm->imm : rm->rkey);
 		break;
 	case VT_OP_WRITE:
@@ -1357,7 +1366,7 @@ static void vrdma_dp_rx_complete(struct vrdma_xp *xp, struct vrdma_rmsg *rm)
 		}
 		vrdma_dp_release_rqe(xp);
 		vrdma_dp_recv_cqe(xp, &rqe, IB_WC_RECV_RDMA_WITH_IMM,
-				  rm->status, rm->len, VRDMA_CQE_WITH_IMM,
+				  rm->status, rm->len, se | VRDMA_CQE_WITH_IMM,
 				  rm->imm);
 		break;
 	case VT_OP_READ_REQ: {
@@ -1486,6 +1495,9 @@ static void vrdma_dp_rx_data(struct vrdma_xp *xp, struct sk_buff *skb,
 
 		if (st && !rm->status)
 			rm->status = st;
+		/* only on the last packet, which may arrive first */
+		if (h->flags & VT_F_SE)
+			rm->se = true;
 	}
 	for (i = 0; i < v.msgs_done; i++) {
 		rm = &xp->rmsg[xp->rx_msg_next % VRDMA_DP_MSGS];

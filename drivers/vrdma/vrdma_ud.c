@@ -140,6 +140,8 @@ static u8 vrdma_ud_send_one(struct vrdma_qp *qp, const struct vrdma_sqe *s,
 		h.flags |= VT_F_IMM;
 		h.imm = s->ex;
 	}
+	if (s->flags & VRDMA_WQE_SOLICITED)
+		h.flags |= VT_F_SE;
 
 	skb = vrdma_net_alloc_skb(vdev, &r, VT_DATA_HDR_LEN + total);
 	if (!skb) {
@@ -382,6 +384,8 @@ void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		cqe.flags |= VRDMA_CQE_WITH_IMM;
 		cqe.ex = dh->imm;
 	}
+	if (dh->flags & VT_F_SE)
+		cqe.flags |= VRDMA_CQE_SOLICITED;
 	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 out:
 	rcu_read_unlock();
