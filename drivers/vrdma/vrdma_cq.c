@@ -163,12 +163,19 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 }
 
 /*
- * Produce one completion. Returns -ENOSPC on overflow (the consumer did
- * not keep up), which also raises IB_EVENT_CQ_ERR.
+ * Produce one completion. On overflow (the consumer did not keep up) the
+ * CQE is lost, counted, and IB_EVENT_CQ_ERR raised: there is nothing a
+ * producer could do about it, so nothing is returned.
+ *
+ * An armed CQ calls its completion handler: NEXT for any completion,
+ * SOLICITED for one with VRDMA_CQE_SOLICITED (the message carried SE) or
+ * one in error (IBA 11.4.2.2: an unsuccessful completion is reported
+ * under solicited arming too).
  */
-int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
-		  bool solicited)
+void vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe)
 {
+	bool solicited = (cqe->flags & VRDMA_CQE_SOLICITED) ||
+			 cqe->status != IB_WC_SUCCESS;
 	struct vrdma_cqe *slot;
 	unsigned long flags;
 	u32 notify;
@@ -187,7 +194,7 @@ int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 
 			cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 		}
-		return -ENOSPC;
+		return;
 	}
 	/* the slot is ours while VALID is clear: fill it, then publish */
 	memcpy(slot, cqe, sizeof(*slot));
@@ -205,7 +212,6 @@ int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 
 	if (notify && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
-	return 0;
 }
 
 /* The completion opcode of a send WQE's opcode (enum vrdma_sq_opcode). */

@@ -216,7 +216,7 @@ static void vrdma_flush_ring(struct vrdma_qp *qp, struct vrdma_ring *r,
 		cqe.status = IB_WC_WR_FLUSH_ERR;
 		cqe.qp_num = qp->ibqp.qp_num;
 		/* a full CQ loses the flush CQE; the CQ reports CQ_ERR */
-		vrdma_cq_push(cq, &cqe, false);
+		vrdma_cq_push(cq, &cqe);
 		vrdma_slot_set(flags, 0);
 		r->cons++;
 	}

@@ -104,6 +104,7 @@ struct vrdma_rmsg {
 	u32 imm;
 	bool with_imm;
 	bool with_inv;		/* SEND: invalidate rkey when complete */
+	bool se;		/* SE: its receive completion is solicited */
 	u32 rkey;		/* READ/atomic request; SEND: rkey to invalidate */
 	u64 va;			/* request; READ/atomic response: rd_out slot */
 	struct vt_atomic atomic; /* atomic request operands */

@@ -66,7 +66,7 @@ static void vrdma_req_complete_sq(struct vrdma_rc_conn *rc)
 			cqe.qp_num = qp->ibqp.qp_num;
 			if (vrdma_op_has_resp(sw->sqe.opcode))
 				cqe.byte_len = sw->len;
-			vrdma_cq_push(cq, &cqe, false);
+			vrdma_cq_push(cq, &cqe);
 		}
 		if (sw->status != IB_WC_SUCCESS)
 			return;	/* the rest is flushed when the QP enters ERR */
@@ -427,6 +427,14 @@ static struct vrdma_swqe *vrdma_req_hdr(struct vrdma_rc_conn *rc,
 	} else {
 		sw = vrdma_rc_swqe(rc, tm->sq_idx);
 		vrdma_req_sq_hdr(sw, h);
+		/*
+		 * IBA 9.2: SE on the last packet of a message that consumes a
+		 * receive WQE (retransmissions are rebuilt here: they too)
+		 */
+		if ((sw->sqe.flags & VRDMA_WQE_SOLICITED) &&
+		    (h->flags & VT_F_EOM) &&
+		    (h->opcode == VT_OP_SEND || (h->flags & VT_F_IMM)))
+			h->flags |= VT_F_SE;
 	}
 	return sw;
 }

@@ -146,7 +146,10 @@ static void vrdma_resp_release_rqe(struct vrdma_rc_conn *rc)
 		vrdma_rq_release(rc->qp);
 }
 
-/* @cflags: VRDMA_CQE_WITH_IMM (@ex the immediate) or _WITH_INV (the rkey) */
+/*
+ * @cflags: VRDMA_CQE_WITH_IMM (@ex the immediate) or _WITH_INV (the rkey),
+ * and VRDMA_CQE_SOLICITED
+ */
 static void vrdma_resp_recv_cqe(struct vrdma_rc_conn *rc,
 				const struct vrdma_rqe *rqe,
 				enum ib_wc_opcode opcode,
@@ -166,7 +169,7 @@ static void vrdma_resp_recv_cqe(struct vrdma_rc_conn *rc,
 		cqe.flags = cflags;
 		cqe.ex = ex;
 	}
-	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 }
 
 /* The QP is quiesced: SRQ WQEs taken for messages that never complete. */
@@ -182,7 +185,7 @@ void vrdma_resp_flush_srq(struct vrdma_rc_conn *rc)
 		cqe.opcode = IB_WC_RECV;
 		cqe.status = IB_WC_WR_FLUSH_ERR;
 		cqe.qp_num = qp->ibqp.qp_num;
-		vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+		vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 		resp->ssn_done++;
 	}
 }
@@ -295,6 +298,12 @@ static enum ib_wc_status vrdma_resp_write_place(struct vrdma_rc_conn *rc,
 	return IB_WC_SUCCESS;
 }
 
+/* The sender asked for a solicited event (IBA 11.4.2.2). */
+static u32 vrdma_resp_se(const struct vrdma_rmsg *rm)
+{
+	return rm->se ? VRDMA_CQE_SOLICITED : 0;
+}
+
 static void vrdma_resp_send_done(struct vrdma_rc_conn *rc,
 				 struct vrdma_rmsg *rm)
 {
@@ -304,8 +313,9 @@ static void vrdma_resp_send_done(struct vrdma_rc_conn *rc,
 	    vrdma_mr_invalidate(rc->qp, rm->rkey))
 		rm->status = IB_WC_REM_INV_REQ_ERR;
 	vrdma_resp_recv_cqe(rc, &rm->rqe, IB_WC_RECV, rm->status, rm->len,
-			    rm->with_imm ? VRDMA_CQE_WITH_IMM :
-			    rm->with_inv ? VRDMA_CQE_WITH_INV : 0,
+			    vrdma_resp_se(rm) |
+			    (rm->with_imm ? VRDMA_CQE_WITH_IMM :
+			     rm->with_inv ? VRDMA_CQE_WITH_INV : 0),
 			    rm->with_imm ? rm->imm : rm->rkey);
 }
 
@@ -323,7 +333,8 @@ static void vrdma_resp_write_done(struct vrdma_rc_conn *rc,
 	}
 	vrdma_resp_release_rqe(rc);
 	vrdma_resp_recv_cqe(rc, &rqe, IB_WC_RECV_RDMA_WITH_IMM, rm->status,
-			    rm->len, VRDMA_CQE_WITH_IMM, rm->imm);
+			    rm->len, vrdma_resp_se(rm) | VRDMA_CQE_WITH_IMM,
+			    rm->imm);
 }
 
 /* A response for the requester to send, in message order. */
@@ -485,6 +496,9 @@ static void vrdma_resp_execute(struct vrdma_rc_conn *rc,
 	const struct vrdma_resp_op *op = vrdma_resp_op(rm->op);
 	enum ib_wc_status st;
 
+	/* only on the last packet, which may arrive first */
+	if (h->flags & VT_F_SE)
+		rm->se = true;
 	if (!h->payload_len || !op->place)
 		return;
 	st = op->place(rc, h, rm, payload);

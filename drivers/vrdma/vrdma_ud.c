@@ -121,6 +121,8 @@ static enum ib_wc_status vrdma_ud_send_one(struct vrdma_qp *qp,
 		h.flags |= VT_F_IMM;
 		h.imm = s->ex;
 	}
+	if (s->flags & VRDMA_WQE_SOLICITED)
+		h.flags |= VT_F_SE;
 
 	skb = vrdma_net_alloc_skb(vdev, &r, VT_DATA_HDR_LEN + total);
 	if (!skb) {
@@ -194,7 +196,7 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 			cqe.status = st;
 			cqe.byte_len = len;
 			cqe.qp_num = qp->ibqp.qp_num;
-			vrdma_cq_push(cq, &cqe, false);
+			vrdma_cq_push(cq, &cqe);
 		}
 		cond_resched();
 	}
@@ -341,7 +343,9 @@ void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		cqe.flags |= VRDMA_CQE_WITH_IMM;
 		cqe.ex = dh->imm;
 	}
-	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe, false);
+	if (dh->flags & VT_F_SE)
+		cqe.flags |= VRDMA_CQE_SOLICITED;
+	vrdma_cq_push(to_vcq(qp->ibqp.recv_cq), &cqe);
 out:
 	rcu_read_unlock();
 }

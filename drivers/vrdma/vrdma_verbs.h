@@ -233,8 +233,7 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-int vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
-		  bool solicited);
+void vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe);
 enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
 
 /* vrdma_qp.c */

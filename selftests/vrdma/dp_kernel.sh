@@ -4,8 +4,9 @@
 # Kernel-only RC work requests between two hosts: the test ULP
 # (selftests/vrdma/kulp, built by scripts/build-kulp) loaded with
 # pair_a/pair_b connects a kernel RC QP on vrdma1 and vrdma2 and runs
-# REG_MR, a WRITE through the FRMR, SEND_WITH_INV, LOCAL_INV and a fenced
-# WRITE after a READ; each check is reported in the kernel log.
+# REG_MR, a WRITE through the FRMR, SEND_WITH_INV, LOCAL_INV, a fenced
+# WRITE after a READ and solicited events (a receive CQ armed with
+# IB_CQ_SOLICITED); each check is reported in the kernel log.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 . "$(dirname "$0")/verbs_lib.inc"

@@ -48,6 +48,8 @@ bad = [
     data(flags=0xff),                     # unknown flags
     data(msg_len=2),                      # payload beyond the message
     data(imm=5),                          # imm without the IMM flag
+    data(op=2, flags=0x43),               # SE on a WRITE without immediate
+    data(flags=0x41, msg_len=8),          # SE before the last packet
     b"\x01\x10" + b"\x00" * 10,           # truncated ACK
     b"\x01\x11" + b"\xff" * 200,          # garbage NACK
 ]
@@ -55,7 +57,8 @@ rnd = random.Random(1234)
 for _ in range(40):                       # random bytes after a valid prefix
     bad.append(b"\x01" + bytes([rnd.choice([1, 2, 3, 4, 0x10, 0x11])]) +
                bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 90))))
-good = [data(), data(op=2, payload=b"wxyz")]
+good = [data(), data(op=2, payload=b"wxyz"),
+        data(flags=0x43)]                 # a solicited SEND
 
 s = socket.socket(fam, socket.SOCK_DGRAM)
 for p in bad + good:
@@ -89,7 +92,7 @@ for fam in 4 6; do
 	[ $((m + q)) -eq $((nbad + ngood)) ] &&
 		ktap_ok "IPv$fam: every datagram dropped and counted" ||
 		ktap_fail "IPv$fam: every datagram dropped and counted"
-	[ "$m" -ge 12 ] && [ "$q" -ge "$ngood" ] &&
+	[ "$m" -ge 14 ] && [ "$q" -ge "$ngood" ] &&
 		ktap_ok "IPv$fam: malformed and well-formed told apart" ||
 		ktap_fail "IPv$fam: malformed and well-formed told apart"
 done

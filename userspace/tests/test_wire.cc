@@ -163,7 +163,8 @@ TEST(Wire, DataDecodeRejectsBadFields)
 	} cases[] = {
 		{0, 0, VT_ERR_VERSION},  {0, 2, VT_ERR_VERSION},
 		{1, 0, VT_ERR_OPCODE},   {1, 8, VT_ERR_OPCODE},
-		{1, VT_OP_ACK, VT_ERR_OPCODE}, {2, 0x40 | VT_F_SOM, VT_ERR_FIELD},
+		{1, VT_OP_ACK, VT_ERR_OPCODE},
+		{2, VT_F_SE | VT_F_SOM, VT_ERR_FIELD}, // SE before EOM
 		{2, 0x80 | VT_F_SOM, VT_ERR_FIELD},
 		{2, VT_F_INV | VT_F_IMM | VT_F_SOM, VT_ERR_FIELD}, // INV with IMM
 		{14, 1, VT_ERR_FIELD},   {15, 1, VT_ERR_FIELD},
@@ -547,4 +548,114 @@ TEST(Wire, RandomGarbageIsRejectedOrCanonical)
 	// random bytes practically never form a valid header
 	EXPECT_LT(data_ok, 10);
 	EXPECT_LT(ack_ok, 10);
+}
+
+namespace {
+
+// One packet of @op: the whole message (SOM|EOM), or its first part (SOM).
+vt_data_hdr msg_hdr(uint8_t op, uint8_t flags, bool last = true)
+{
+	vt_data_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.opcode = op;
+	h.flags = VT_F_SOM | flags;
+	h.payload_len = 100;
+	h.msg_len = 100;
+	if (last)
+		h.flags |= VT_F_EOM;
+	else
+		h.msg_len = 300;
+	if (flags & VT_F_IMM)
+		h.imm = 0x01020304;
+	if (flags & VT_F_INV)
+		h.rkey = 0x1234;
+	return h;
+}
+
+// Encode @h, then set VT_F_SE in the flags byte and decode.
+int decode_with_se(const vt_data_hdr &h, vt_data_hdr *o)
+{
+	std::vector<uint8_t> b(VT_DATA_HDR_LEN + h.payload_len);
+	EXPECT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_DATA_HDR_LEN);
+	b[2] |= VT_F_SE;
+	return vt_data_hdr_decode(b.data(), b.size(), o);
+}
+
+} // namespace
+
+// IBA 9.2 SE: on the last packet of a message that completes a receive WQE.
+TEST(Wire, SolicitedEventOnLastPacketOfReceivingMessages)
+{
+	vt_data_hdr ok[] = {
+		msg_hdr(VT_OP_SEND, 0),
+		msg_hdr(VT_OP_SEND, VT_F_IMM),
+		msg_hdr(VT_OP_SEND, VT_F_INV),
+		msg_hdr(VT_OP_WRITE, VT_F_IMM),
+		ud_hdr(),
+	};
+	ok[4].flags &= ~VT_F_IMM;
+	ok[4].imm = 0;
+	for (auto &h : ok) {
+		vt_data_hdr o;
+		ASSERT_EQ(decode_with_se(h, &o), VT_DATA_HDR_LEN) << int(h.opcode);
+		EXPECT_EQ(o.flags, h.flags | VT_F_SE);
+		// the encoder takes it too, in the documented bit
+		std::vector<uint8_t> b(VT_DATA_HDR_LEN + o.payload_len);
+		ASSERT_EQ(vt_data_hdr_encode(&o, b.data(), b.size()), VT_DATA_HDR_LEN);
+		EXPECT_EQ(b[2], h.flags | 0x40);
+	}
+	// a UD_SEND with immediate data
+	vt_data_hdr o;
+	EXPECT_EQ(decode_with_se(ud_hdr(), &o), VT_DATA_HDR_LEN);
+	EXPECT_EQ(o.flags, VT_F_SOM | VT_F_EOM | VT_F_IMM | VT_F_SE);
+	// a multi-packet SEND: only its last packet
+	vt_data_hdr h = msg_hdr(VT_OP_SEND, 0);
+	h.msg_off = 200;
+	h.flags = VT_F_EOM;
+	h.msg_len = 300;
+	EXPECT_EQ(decode_with_se(h, &o), VT_DATA_HDR_LEN);
+}
+
+TEST(Wire, SolicitedEventRejectedElsewhere)
+{
+	vt_data_hdr bad[] = {
+		msg_hdr(VT_OP_SEND, 0, false),		// not the last packet
+		msg_hdr(VT_OP_SEND, VT_F_IMM, false),
+		msg_hdr(VT_OP_WRITE, VT_F_IMM, false),
+		msg_hdr(VT_OP_WRITE, 0),		// no receive WQE
+		msg_hdr(VT_OP_READ_RESP, 0),
+		atomic_hdr(VT_OP_ATOMIC_REQ),
+		atomic_hdr(VT_OP_ATOMIC_RESP),
+	};
+	for (auto &h : bad) {
+		vt_data_hdr o;
+		EXPECT_EQ(decode_with_se(h, &o), VT_ERR_FIELD) << int(h.opcode);
+		vt_data_hdr e = h;
+		e.flags |= VT_F_SE;
+		std::vector<uint8_t> b(VT_DATA_HDR_LEN + e.payload_len);
+		EXPECT_EQ(vt_data_hdr_encode(&e, b.data(), b.size()), VT_ERR_FIELD)
+			<< int(h.opcode);
+	}
+	// a middle packet of a SEND
+	vt_data_hdr h = msg_hdr(VT_OP_SEND, 0, false), o;
+	h.flags = 0;
+	h.msg_off = 100;
+	EXPECT_EQ(decode_with_se(h, &o), VT_ERR_FIELD);
+	// a READ request
+	h = msg_hdr(VT_OP_READ_REQ, 0);
+	h.payload_len = 0;
+	h.msg_len = 4096;
+	EXPECT_EQ(decode_with_se(h, &o), VT_ERR_FIELD);
+	// bit 7 stays reserved, with or without SE
+	h = msg_hdr(VT_OP_SEND, 0);
+	std::vector<uint8_t> b(VT_DATA_HDR_LEN + h.payload_len);
+	ASSERT_EQ(vt_data_hdr_encode(&h, b.data(), b.size()), VT_DATA_HDR_LEN);
+	b[2] |= 0x80;
+	EXPECT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_ERR_FIELD);
+	b[2] |= VT_F_SE;
+	EXPECT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_ERR_FIELD);
+	// a UD_SEND still takes nothing beyond SOM, EOM, IMM and SE
+	auto u = enc(ud_hdr());
+	u[2] |= VT_F_SE | VT_F_ACKREQ;
+	EXPECT_EQ(vt_data_hdr_decode(u.data(), u.size(), &o), VT_ERR_FIELD);
 }

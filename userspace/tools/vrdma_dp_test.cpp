@@ -11,7 +11,9 @@
 //   SRQ receives, remote access errors (bad rkey, out of bounds, missing
 //   permission) with the QP entering ERR and later WRs flushed, RNR
 //   (rnr_retry 0 fails, 7 waits for a late receive), LOC_LEN_ERR on a too
-//   small receive, and retry exhaustion when the peer vanished.
+//   small receive, solicited events (a receive CQ armed for solicited
+//   completions only wakes for IBV_SEND_SOLICITED or an error), and retry
+//   exhaustion when the peer vanished.
 //
 //   vrdma_dp_test --dev NAME --gid IDX [--port P] [--big MB] [--gig]
 //                 [--only NAME[,NAME...]] [--no-errors] (server)
@@ -279,12 +281,14 @@ struct Params {
 	bool srq = false;		// server side receives from an SRQ
 	bool sig_all = true;
 	uint32_t depth = 256;
+	bool channel = false;		// server's receive CQ on a completion channel
 };
 
 struct Pair {
 	ibv_cq *scq = nullptr, *rcq = nullptr;
 	ibv_srq *srq = nullptr;
 	ibv_qp *qp = nullptr;
+	ibv_comp_channel *ch = nullptr;
 	Info me{}, peer{};
 	uint32_t max_inline = 0;
 };
@@ -334,8 +338,14 @@ Pair make_pair(const Params &pa)
 	Pair p;
 	ibv_qp_init_attr ia{};
 
+	if (pa.channel && o.server()) {
+		p.ch = ibv_create_comp_channel(d.ctx);
+		if (!p.ch)
+			die("create comp channel");
+		fcntl(p.ch->fd, F_SETFL, fcntl(p.ch->fd, F_GETFL) | O_NONBLOCK);
+	}
 	p.scq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, nullptr, 0);
-	p.rcq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, nullptr, 0);
+	p.rcq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, p.ch, 0);
 	if (!p.scq || !p.rcq)
 		die("create cq");
 	if (pa.srq && o.server()) {
@@ -383,6 +393,8 @@ void drop_pair(Pair &p)
 		ibv_destroy_srq(p.srq);
 	ibv_destroy_cq(p.scq);
 	ibv_destroy_cq(p.rcq);
+	if (p.ch)
+		ibv_destroy_comp_channel(p.ch);
 	p = {};
 }
 
@@ -1334,6 +1346,107 @@ void c_resp_timeout()
 	drop_pair(p);
 }
 
+// A completion event on @p's channel within @ms, for its receive CQ; every
+// event read is acknowledged at once.
+bool cq_event(Pair &p, int ms)
+{
+	pollfd pf{p.ch->fd, POLLIN, 0};
+	ibv_cq *cq;
+	void *ctx;
+
+	if (::poll(&pf, 1, ms) != 1 || ibv_get_cq_event(p.ch, &cq, &ctx))
+		return false;
+	ibv_ack_cq_events(cq, 1);
+	return cq == p.rcq;
+}
+
+// Solicited events (IBA 11.4.2.2): a receive CQ armed for solicited
+// completions only wakes for a SEND or WRITE_WITH_IMM with SOLICITED, or
+// for a completion in error; armed for any, it wakes for every one.
+void c_solicited()
+{
+	struct Step {
+		const char *what;
+		ibv_wr_opcode op;
+		bool solicited, armed_solicited, wakes;
+	} steps[] = {
+		{"SEND", IBV_WR_SEND, false, true, false},
+		{"SOLICITED SEND", IBV_WR_SEND, true, true, true},
+		{"SEND", IBV_WR_SEND, false, false, true},
+		{"SOLICITED SEND", IBV_WR_SEND, true, false, true},
+		{"SOLICITED WRITE_WITH_IMM", IBV_WR_RDMA_WRITE_WITH_IMM, true, true, true},
+		{"WRITE_WITH_IMM", IBV_WR_RDMA_WRITE_WITH_IMM, false, true, false},
+		{"SOLICITED SEND_WITH_IMM", IBV_WR_SEND_WITH_IMM, true, true, true},
+	};
+	const int n = sizeof(steps) / sizeof(steps[0]);
+	Params pa;
+	pa.channel = true;
+	Pair p = make_pair(pa);
+	ibv_wc wc;
+
+	if (o.server()) {
+		for (int i = 0; i < n; i++)
+			post_recv(p, 10 + i, d.buf + 4096 * i, 4096);
+		post_recv(p, 99, d.buf + 4096 * n, 16);	// too short
+	}
+	sync_peer();
+	for (int i = 0; i < n; i++) {
+		const Step &st = steps[i];
+		const char *arm = st.armed_solicited ? "solicited-only" : "any";
+
+		if (o.server()) {
+			if (ibv_req_notify_cq(p.rcq, st.armed_solicited))
+				die("req_notify_cq");
+			sync_peer();	// armed
+			sync_peer();	// the sender has its completion
+			bool ev = cq_event(p, st.wakes ? 10000 : 500);
+			check(ev == st.wakes, "%s, CQ armed for %s: %s", st.what, arm,
+			      st.wakes ? "completion event" :
+			      "no completion event within 500 ms");
+			int want = st.op == IBV_WR_RDMA_WRITE_WITH_IMM ?
+				   IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+			bool ok = wait_one(p.rcq, wc, IBV_WC_SUCCESS, want, 10000);
+			check(ok && wc.wr_id == 10u + i, "%s, CQ armed for %s: its CQE is in the CQ",
+			      st.what, arm);
+		} else {
+			fill(d.buf + 4096 * i, 64, 50 + i);
+			ibv_sge s{(uintptr_t)(d.buf + 4096 * i), 64, d.mr->lkey};
+			ibv_send_wr wr = mkwr(st.op, i, &s, 1);
+			if (st.solicited)
+				wr.send_flags |= IBV_SEND_SOLICITED;
+			wr.imm_data = htonl(0x5e000u + i);
+			wr.wr.rdma.remote_addr = p.peer.addr + SMALL / 2;
+			wr.wr.rdma.rkey = p.peer.rkey;
+			sync_peer();
+			post_send(p.qp, wr);
+			bool ok = wait_one(p.scq, wc, IBV_WC_SUCCESS);
+			check(ok && wc.wr_id == (uint64_t)i, "%s completed", st.what);
+			sync_peer();
+		}
+	}
+	// an unsuccessful completion wakes a solicited-only CQ too
+	if (o.server()) {
+		if (ibv_req_notify_cq(p.rcq, 1))
+			die("req_notify_cq");
+		sync_peer();
+		sync_peer();
+		check(cq_event(p, 10000),
+		      "unsolicited SEND into a short receive, CQ armed for solicited-only: completion event");
+		bool ok = wait_one(p.rcq, wc, IBV_WC_LOC_LEN_ERR, -1, 10000);
+		check(ok && wc.wr_id == 99, "its IBV_WC_LOC_LEN_ERR CQE is in the CQ");
+	} else {
+		ibv_sge s{(uintptr_t)d.buf, 64, d.mr->lkey};
+		ibv_send_wr wr = mkwr(IBV_WR_SEND, 99, &s, 1);
+		sync_peer();
+		post_send(p.qp, wr);
+		check(wait_one(p.scq, wc, IBV_WC_REM_INV_REQ_ERR),
+		      "SEND into a short receive: IBV_WC_REM_INV_REQ_ERR");
+		sync_peer();
+	}
+	sync_peer();
+	drop_pair(p);
+}
+
 struct Case {
 	const char *name;
 	std::function<void()> fn;
@@ -1401,6 +1514,7 @@ int main(int argc, char **argv)
 		{"err_after_read", c_err_after_read, true},
 		{"rnr", c_rnr, true},
 		{"loc_len", c_loc_len, true},
+		{"solicited", c_solicited, true},
 		{"retry_exc", c_retry_exc, true},
 		{"resp_timeout", c_resp_timeout, true},
 	};

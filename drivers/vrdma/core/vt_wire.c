@@ -46,7 +46,7 @@ static u64 get64(const u8 *p)
  */
 static int ud_check(const struct vt_data_hdr *h)
 {
-	if (h->flags & ~(VT_F_SOM | VT_F_EOM | VT_F_IMM))
+	if (h->flags & ~(VT_F_SOM | VT_F_EOM | VT_F_IMM | VT_F_SE))
 		return VT_ERR_FIELD;
 	if ((h->flags & (VT_F_SOM | VT_F_EOM)) != (VT_F_SOM | VT_F_EOM))
 		return VT_ERR_FIELD;
@@ -79,6 +79,15 @@ static int data_check(const struct vt_data_hdr *h)
 	/* invalidate: SEND only, never with immediate data */
 	if ((h->flags & VT_F_INV) &&
 	    (h->opcode != VT_OP_SEND || (h->flags & VT_F_IMM)))
+		return VT_ERR_FIELD;
+	/*
+	 * solicited event: on the last packet of a message that consumes a
+	 * receive WQE (SEND, WRITE with immediate) only
+	 */
+	if ((h->flags & VT_F_SE) &&
+	    (!(h->flags & VT_F_EOM) ||
+	     !(h->opcode == VT_OP_SEND ||
+	       (h->opcode == VT_OP_WRITE && (h->flags & VT_F_IMM)))))
 		return VT_ERR_FIELD;
 	/* atomics: one packet of a fixed size, no immediate */
 	if (h->opcode == VT_OP_ATOMIC_REQ || h->opcode == VT_OP_ATOMIC_RESP) {

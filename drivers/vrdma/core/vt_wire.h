@@ -57,7 +57,13 @@ enum vt_opcode {
 #define VT_F_RETX	0x08	/* this is a retransmission */
 #define VT_F_IMM	0x10	/* imm field is valid */
 #define VT_F_INV	0x20	/* SEND: rkey is an rkey to invalidate */
-#define VT_F_DATA_MASK	0x3f
+/*
+ * Solicited event (IBA 9.2 BTH SE): the receive completion this message
+ * produces is solicited. Only on the EOM packet of a SEND, a WRITE with
+ * immediate or a UD_SEND.
+ */
+#define VT_F_SE		0x40
+#define VT_F_DATA_MASK	0x7f
 
 /* ACK flags */
 #define VT_AF_DUP	0x01	/* triggering packet was a duplicate */

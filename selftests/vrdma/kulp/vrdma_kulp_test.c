@@ -12,8 +12,11 @@
  * work requests across them (selftests/vrdma/dp_kernel.sh): REG_MR of a
  * fast-registration MR, an RDMA WRITE into it, SEND_WITH_INV (the receive
  * reports IB_WC_WITH_INVALIDATE and the MR is dead), REG_MR again,
- * LOCAL_INV, and a READ followed by a fenced WRITE.
+ * LOCAL_INV, a READ followed by a fenced WRITE, and solicited events: a
+ * receive CQ armed with IB_CQ_SOLICITED calls its completion handler for
+ * a SEND with IB_SEND_SOLICITED, not for one without.
  */
+#include <linux/atomic.h>
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
@@ -140,7 +143,9 @@ out_pd:
 struct kside {
 	struct ib_device *dev;
 	struct ib_pd *pd;
-	struct ib_cq *cq;
+	struct ib_cq *cq;		/* sends */
+	struct ib_cq *rcq;		/* receives: armed with ib_req_notify_cq */
+	atomic_t events;		/* rcq's completion handler calls */
 	struct ib_qp *qp;
 	union ib_gid gid;
 	int gid_index;
@@ -175,8 +180,16 @@ static bool kwc(struct ib_cq *cq, enum ib_wc_status st, enum ib_wc_opcode op)
 	return true;
 }
 
+static void kside_comp(struct ib_cq *cq, void *ctx)
+{
+	struct kside *k = ctx;
+
+	atomic_inc(&k->events);
+}
+
 static int kside_init(struct kside *k, struct ib_device *dev, int gid)
 {
+	struct ib_cq_init_attr ca = { .cqe = 64 };
 	struct ib_qp_init_attr ia = {};
 
 	k->dev = dev;
@@ -192,8 +205,12 @@ static int kside_init(struct kside *k, struct ib_device *dev, int gid)
 	k->cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
 	if (IS_ERR(k->cq))
 		return PTR_ERR(k->cq);
+	/* the legacy API: ib_alloc_cq's handlers do not take arming */
+	k->rcq = ib_create_cq(dev, kside_comp, NULL, k, &ca);
+	if (IS_ERR(k->rcq))
+		return PTR_ERR(k->rcq);
 	ia.send_cq = k->cq;
-	ia.recv_cq = k->cq;
+	ia.recv_cq = k->rcq;
 	ia.qp_type = IB_QPT_RC;
 	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
 	ia.cap.max_send_wr = 16;
@@ -249,6 +266,8 @@ static void kside_free(struct kside *k)
 		ib_destroy_qp(k->qp);
 	if (!IS_ERR_OR_NULL(k->cq))
 		ib_free_cq(k->cq);
+	if (!IS_ERR_OR_NULL(k->rcq))
+		ib_destroy_cq(k->rcq);
 	if (!IS_ERR_OR_NULL(k->pd))
 		ib_dealloc_pd(k->pd);
 	kfree(k->buf);
@@ -295,6 +314,55 @@ static void kwrite(struct kside *a, u64 va, u32 rkey, u32 len, u8 seed,
 static bool kfilled(const u8 *p, u32 len, u8 seed)
 {
 	return !memchr_inv(p, seed, len);
+}
+
+/*
+ * A SENDs to B, with @flags, after B armed its receive CQ with @arm: the
+ * receive completes; true when B's completion handler ran for it.
+ */
+static bool ksend_event(struct kside *a, struct kside *b,
+			enum ib_cq_notify_flags arm, int flags)
+{
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *bad;
+	struct ib_send_wr s = {};
+	struct ib_recv_wr r = {};
+	int before = atomic_read(&b->events);
+	unsigned long end;
+	struct ib_sge sge;
+	struct ib_wc wc;
+
+	sge.addr = (u64)(uintptr_t)(b->buf + 3 * PAGE_SIZE);
+	sge.length = 256;
+	sge.lkey = b->pd->local_dma_lkey;
+	r.sg_list = &sge;
+	r.num_sge = 1;
+	if (ib_post_recv(b->qp, &r, &rbad) || ib_req_notify_cq(b->rcq, arm))
+		return false;
+	s.opcode = IB_WR_SEND;
+	s.send_flags = IB_SEND_SIGNALED | flags;
+	if (ib_post_send(a->qp, &s, &bad) ||
+	    !kwc(a->cq, IB_WC_SUCCESS, IB_WC_SEND))
+		pr_info("vrdma_kulp: SEND failed\n");
+	if (!kpoll(b->rcq, &wc) || wc.status != IB_WC_SUCCESS)
+		pr_info("vrdma_kulp: no receive completion\n");
+	/* the handler runs right after the CQE is published */
+	end = jiffies + (flags & IB_SEND_SOLICITED || arm == IB_CQ_NEXT_COMP ?
+			 10 * HZ : HZ / 2);
+	while (atomic_read(&b->events) == before && time_before(jiffies, end))
+		usleep_range(1000, 2000);
+	return atomic_read(&b->events) != before;
+}
+
+/* Solicited events for a kernel consumer (IBA 11.4.2.2). */
+static void ksolicited(struct kside *a, struct kside *b)
+{
+	CHECK(!ksend_event(a, b, IB_CQ_SOLICITED, 0),
+	      "pair: SEND, CQ armed IB_CQ_SOLICITED: no comp_handler call");
+	CHECK(ksend_event(a, b, IB_CQ_SOLICITED, IB_SEND_SOLICITED),
+	      "pair: SOLICITED SEND, CQ armed IB_CQ_SOLICITED: comp_handler called");
+	CHECK(ksend_event(a, b, IB_CQ_NEXT_COMP, 0),
+	      "pair: SEND, CQ armed IB_CQ_NEXT_COMP: comp_handler called");
 }
 
 static void vrdma_kulp_pair(struct ib_device *da, struct ib_device *db)
@@ -348,7 +416,7 @@ static void vrdma_kulp_pair(struct ib_device *da, struct ib_device *db)
 	CHECK(!ib_post_send(a.qp, &s, &bad) &&
 	      kwc(a.cq, IB_WC_SUCCESS, IB_WC_SEND),
 	      "pair: SEND_WITH_INV completes with IB_WC_SEND");
-	ok = kpoll(b.cq, &wc);
+	ok = kpoll(b.rcq, &wc);
 	CHECK(ok && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_RECV &&
 	      (wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
 	      wc.ex.invalidate_rkey == mr->rkey,
@@ -393,6 +461,8 @@ static void vrdma_kulp_pair(struct ib_device *da, struct ib_device *db)
 		      kfilled(b.buf + 2 * PAGE_SIZE + 1024, 64, 0x55),
 		      "pair: the fenced WRITE after it completes");
 	}
+
+	ksolicited(&a, &b);
 
 	/* the invalidated key: REM_ACCESS_ERR (A's QP fails; last check) */
 	old = mr->rkey;
