@@ -49,6 +49,7 @@ enum vrdma_counter {
 	VRDMA_CNT_TX_BLOCKED,	/* RC sender waited for the socket queue */
 	VRDMA_CNT_RESP_TIMEOUTS, /* READ/atomic response never came */
 	VRDMA_CNT_FATAL_NACK_REPLAYS, /* failed responder re-sent its NACK */
+	VRDMA_CNT_TX_ZCOPY,	/* RC data packets sent without a payload copy */
 	VRDMA_CNT_MAX
 };
 
@@ -103,6 +104,8 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
 			const struct ib_global_route *grh);
 __be16 vrdma_net_sport(u32 qpn, u16 entropy);
+struct vrdma_frags;
+void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr);
 int vrdma_net_route_init(struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);

@@ -81,8 +81,36 @@ static void vrdma_mr_del(struct vrdma_mr *mr, struct ib_device *ibdev)
 	/* dereg_mr may have erased it already; never erase a successor */
 	xa_cmpxchg_irq(&vd->mr_xa, mr->ibmr.lkey >> 8, mr, NULL, 0);
 	atomic_dec(&vd->n_mr);
+	kvfree(mr->upages);
 	kfree(mr->pages);
 	kfree(mr);
+}
+
+/*
+ * Index the pages of a user MR, in the order of its sg table, so the data
+ * path finds a packet's page in O(1): walking the table from its start
+ * for every packet makes a large message quadratic. An index that cannot
+ * be allocated (a huge MR) leaves the walk.
+ */
+static void vrdma_mr_index_pages(struct vrdma_mr *mr)
+{
+	struct ib_umem *umem = mr->umem;
+	size_t n = ib_umem_num_pages(umem);
+	struct sg_page_iter piter;
+	u32 i = 0;
+
+	if (n > U32_MAX)
+		return;
+	mr->upages = kvmalloc_array(n, sizeof(*mr->upages),
+				    GFP_KERNEL | __GFP_NOWARN);
+	if (!mr->upages)
+		return;
+	for_each_sgtable_page(&umem->sgt_append.sgt, &piter, 0) {
+		if (i == n)
+			break;
+		mr->upages[i++] = sg_page_iter_page(&piter);
+	}
+	mr->n_upages = i;
 }
 
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access)
@@ -132,6 +160,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = len;
 	mr->ibmr.page_size = PAGE_SIZE;
+	vrdma_mr_index_pages(mr);
 	return &mr->ibmr;
 }
 
@@ -234,7 +263,7 @@ static struct vrdma_mr *vrdma_mr_get(struct vrdma_qp *qp, u32 key,
 	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
 	bool remote = access & VRDMA_REMOTE_ACCESS;
 
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "vrdma_mr_get without RCU");
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "MR lookup without RCU");
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return NULL;
 	if (mr->type == VRDMA_MR_FAST) {
@@ -261,40 +290,60 @@ bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 	return ok;
 }
 
-static void vrdma_copy(void *mem, void *buf, u32 n, bool to_mr)
+/* Copy @n bytes between @mem and @b, advancing @b. */
+static void vrdma_copy(void *mem, struct vrdma_buf *b, u32 n, bool to_mr)
 {
-	if (to_mr)
-		memcpy(mem, buf, n);
-	else
-		memcpy(buf, mem, n);
-}
-
-static int vrdma_umem_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
-			   bool to_mr)
-{
-	struct ib_umem *umem = mr->umem;
-	u64 pos = iova - mr->ibmr.iova + ib_umem_offset(umem);
-	struct sg_page_iter piter;
-	u32 poff = pos & ~PAGE_MASK;
-
-	for_each_sgtable_page(&umem->sgt_append.sgt, &piter,
-			      pos >> PAGE_SHIFT) {
-		u32 n = min_t(u32, len, PAGE_SIZE - poff);
-		void *va = kmap_local_page(sg_page_iter_page(&piter));
-
-		vrdma_copy(va + poff, buf, n, to_mr);
-		kunmap_local(va);
-		buf += n;
-		len -= n;
-		poff = 0;
-		if (!len)
-			break;
+	if (b->skb) {
+		/* an skb is only ever a source, of a receive */
+		if (to_mr)
+			skb_copy_bits(b->skb, b->off, mem, n);
+		b->off += n;
+		return;
 	}
-	return len ? -EFAULT : 0;
+	if (to_mr)
+		memcpy(mem, b->p, n);
+	else
+		memcpy(b->p, mem, n);
+	b->p += n;
 }
 
-static int vrdma_fast_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
-			   bool to_mr)
+/* The page of byte @pos of a user MR's umem (counted from its first page). */
+static struct page *vrdma_umem_page(struct vrdma_mr *mr, u64 pos)
+{
+	struct sg_page_iter piter;
+	u64 idx = pos >> PAGE_SHIFT;
+
+	if (mr->upages)
+		return idx < mr->n_upages ? mr->upages[idx] : NULL;
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter, idx)
+		return sg_page_iter_page(&piter);
+	return NULL;
+}
+
+static int vrdma_umem_copy(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
+			   u32 len, bool to_mr)
+{
+	u64 pos = iova - mr->ibmr.iova + ib_umem_offset(mr->umem);
+
+	while (len) {
+		u32 poff = pos & ~PAGE_MASK;
+		u32 n = min_t(u32, len, PAGE_SIZE - poff);
+		struct page *page = vrdma_umem_page(mr, pos);
+		void *va;
+
+		if (!page)
+			return -EFAULT;
+		va = kmap_local_page(page);
+		vrdma_copy(va + poff, b, n, to_mr);
+		kunmap_local(va);
+		len -= n;
+		pos += n;
+	}
+	return 0;
+}
+
+static int vrdma_fast_copy(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
+			   u32 len, bool to_mr)
 {
 	u64 psz = mr->ibmr.page_size;
 	u64 pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));
@@ -306,40 +355,39 @@ static int vrdma_fast_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
 
 		if (idx >= mr->npages)
 			return -EFAULT;
-		vrdma_copy((void *)(uintptr_t)(mr->pages[idx] + poff), buf, n,
+		vrdma_copy((void *)(uintptr_t)(mr->pages[idx] + poff), b, n,
 			   to_mr);
-		buf += n;
 		len -= n;
 		pos += n;
 	}
 	return 0;
 }
 
-/* Copy @len bytes between @buf and a checked @mr at @iova. */
-static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 len,
-			 bool to_mr)
+/* Copy @len bytes between @b and a checked @mr at @iova. */
+static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
+			 u32 len, bool to_mr)
 {
 	if (!len)
 		return 0;
 	switch (mr->type) {
 	case VRDMA_MR_DMA:
-		vrdma_copy((void *)(uintptr_t)iova, buf, len, to_mr);
+		vrdma_copy((void *)(uintptr_t)iova, b, len, to_mr);
 		return 0;
 	case VRDMA_MR_USER:
-		return vrdma_umem_copy(mr, iova, buf, len, to_mr);
+		return vrdma_umem_copy(mr, iova, b, len, to_mr);
 	case VRDMA_MR_FAST:
-		return vrdma_fast_copy(mr, iova, buf, len, to_mr);
+		return vrdma_fast_copy(mr, iova, b, len, to_mr);
 	}
 	return -EFAULT;
 }
 
 /*
- * Copy @len bytes between @buf and the MR of @key at @iova, checked for
+ * Copy @len bytes between @b and the MR of @key at @iova, checked for
  * @access (IB_ACCESS_LOCAL_WRITE or a remote right when @to_mr, 0 or
  * IB_ACCESS_REMOTE_READ otherwise). 0 or -EFAULT.
  */
 int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
-		void *buf, u32 len, bool to_mr)
+		struct vrdma_buf *b, u32 len, bool to_mr)
 {
 	struct vrdma_mr *mr;
 	int rv = -EFAULT;
@@ -347,9 +395,82 @@ int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 	rcu_read_lock();
 	mr = vrdma_mr_get(qp, key, access, iova, len);
 	if (mr)
-		rv = vrdma_mr_copy(mr, iova, buf, len, to_mr);
+		rv = vrdma_mr_copy(mr, iova, b, len, to_mr);
 	rcu_read_unlock();
 	return rv;
+}
+
+/* Add [@off, @off + @n) of @page to @fr, merging with the previous one. */
+static bool vrdma_frags_add(struct vrdma_frags *fr, struct page *page,
+			    u32 off, u32 n)
+{
+	if (fr->n && fr->f[fr->n - 1].page == page &&
+	    fr->f[fr->n - 1].off + fr->f[fr->n - 1].len == off) {
+		fr->f[fr->n - 1].len += n;
+	} else {
+		if (fr->n == MAX_SKB_FRAGS || !sendpage_ok(page))
+			return false;
+		get_page(page);
+		fr->f[fr->n].page = page;
+		fr->f[fr->n].off = off;
+		fr->f[fr->n].len = n;
+		fr->n++;
+	}
+	fr->len += n;
+	return true;
+}
+
+/* Drop the page references @fr holds (its pages were not attached). */
+void vrdma_frags_put(struct vrdma_frags *fr)
+{
+	while (fr->n)
+		put_page(fr->f[--fr->n].page);
+	fr->len = 0;
+}
+
+/*
+ * The pages of [@iova, @iova + @len) of the MR of @key, checked for
+ * @access, appended to @fr with a reference each, for transmitting them
+ * without a copy (as siw does): the skb keeps the pages alive after the
+ * MR is deregistered or its process gone. Only user MRs with a page
+ * index qualify; false (and @fr as it was) for anything else, which the
+ * caller then copies, and for any access fault, which the copy reports.
+ */
+bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		    u32 len, struct vrdma_frags *fr)
+{
+	u32 n0 = fr->n, len0 = fr->len;
+	u32 last0 = n0 ? fr->f[n0 - 1].len : 0;
+	struct vrdma_mr *mr;
+	bool ok = true;
+	u64 pos;
+
+	rcu_read_lock();
+	mr = vrdma_mr_get(qp, key, access, iova, len);
+	if (!mr || mr->type != VRDMA_MR_USER || !mr->upages) {
+		rcu_read_unlock();
+		return false;
+	}
+	pos = iova - mr->ibmr.iova + ib_umem_offset(mr->umem);
+	while (len && ok) {
+		u32 poff = pos & ~PAGE_MASK;
+		u32 n = min_t(u32, len, PAGE_SIZE - poff);
+		struct page *page = vrdma_umem_page(mr, pos);
+
+		ok = page && vrdma_frags_add(fr, page, poff, n);
+		len -= n;
+		pos += n;
+	}
+	rcu_read_unlock();
+	if (ok)
+		return true;
+	/* undo what this call added, also to a fragment it extended */
+	while (fr->n > n0)
+		put_page(fr->f[--fr->n].page);
+	if (n0)
+		fr->f[n0 - 1].len = last0;
+	fr->len = len0;
+	return false;
 }
 
 /* The kernel address of the 8 aligned bytes at @iova of @mr, or NULL. */
@@ -428,7 +549,7 @@ static struct vrdma_mr *vrdma_mr_inv_get(struct vrdma_qp *qp, u32 key)
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
 	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
 
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "vrdma_mr_inv_get without RCU");
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "FRMR lookup without RCU");
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
 	    READ_ONCE(mr->fast_key) != key)
 		return NULL;
@@ -484,13 +605,14 @@ int vrdma_mr_fast_reg(struct vrdma_qp *qp, const struct vrdma_sqe *sqe)
 }
 
 /*
- * Copy @len bytes between @buf and a WQE's scatter/gather list, starting
+ * Copy @len bytes between @b and a WQE's scatter/gather list, starting
  * @off bytes into it, each SGE checked by its lkey (LOCAL_WRITE to
  * write). IB_WC_SUCCESS, LOC_PROT_ERR or LOC_LEN_ERR (list too short).
  */
 enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
 				 const struct vrdma_sge *sge, u32 nsge,
-				 u32 off, void *buf, u32 len, bool to_mr)
+				 u32 off, struct vrdma_buf *b, u32 len,
+				 bool to_mr)
 {
 	int access = to_mr ? IB_ACCESS_LOCAL_WRITE : 0;
 	u32 i;
@@ -503,14 +625,44 @@ enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
 			continue;
 		}
 		n = min(len, sge[i].length - off);
-		if (vrdma_mr_rw(qp, sge[i].lkey, access, sge[i].addr + off,
-				buf, n, to_mr))
+		if (vrdma_mr_rw(qp, sge[i].lkey, access, sge[i].addr + off, b,
+				n, to_mr))
 			return IB_WC_LOC_PROT_ERR;
-		buf += n;
 		len -= n;
 		off = 0;
 	}
 	return len ? IB_WC_LOC_LEN_ERR : IB_WC_SUCCESS;
+}
+
+/*
+ * The pages of @len bytes of a send WQE's gather list from @off, into
+ * @fr (empty), for a transmit without a copy; false (nothing held) when
+ * any part does not qualify (vrdma_mr_frags) and must be copied.
+ */
+bool vrdma_sge_frags(struct vrdma_qp *qp, const struct vrdma_sge *sge,
+		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr)
+{
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		if (!vrdma_mr_frags(qp, sge[i].lkey, 0, sge[i].addr + off, n,
+				    fr)) {
+			vrdma_frags_put(fr);
+			return false;
+		}
+		len -= n;
+		off = 0;
+	}
+	if (len)
+		vrdma_frags_put(fr);
+	return !len;
 }
 
 u64 vrdma_sge_total(const struct vrdma_sge *sge, u32 nsge)

@@ -23,6 +23,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
+#include "vrdma_verbs.h"
 #include "rdma/vrdma-abi.h"
 
 static unsigned short udp_port = VRDMA_UDP_PORT;
@@ -229,6 +230,26 @@ __be16 vrdma_net_sport(u32 qpn, u16 entropy)
 }
 
 /*
+ * Attach the pages of @fr, whose references pass to @skb, as its payload
+ * after what the head holds. The UDP checksum covers them where it is
+ * computed (the device, or skb_checksum in software); a device without
+ * scatter/gather gets the skb linearized by the stack.
+ */
+void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr)
+{
+	u32 i;
+
+	for (i = 0; i < fr->n; i++)
+		skb_fill_page_desc(skb, i, fr->f[i].page, fr->f[i].off,
+				   fr->f[i].len);
+	skb->len += fr->len;
+	skb->data_len += fr->len;
+	skb->truesize += fr->len;
+	fr->n = 0;
+	fr->len = 0;
+}
+
+/*
  * A connection's route: set up the cache of its dst. The route lookup
  * (policy rules, FIB) is then done once, not per packet; the cache
  * drops a dst that a routing change made obsolete. The lookup ignores
@@ -277,7 +298,7 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 			dst_cache_set_ip4(&r->dst_cache, &rt->dst, fl.saddr);
 	}
 
-	skb->ignore_df = 1;
+	/* sized to the MTU: DF, never fragmented (ignore_df would be scrubbed) */
 	udp_tunnel_xmit_skb(rt, sk, skb, r->saddr.v4, r->daddr.v4, r->tos,
 			    r->ttl ? r->ttl : ip4_dst_hoplimit(&rt->dst),
 			    htons(IP_DF), sport, htons(udp_port), false, false);

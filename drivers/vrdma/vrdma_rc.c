@@ -46,6 +46,15 @@ static bool fill_mtu = true;
 module_param(fill_mtu, bool, 0644);
 MODULE_PARM_DESC(fill_mtu, "RC QPs whose path MTU is the port's active MTU send packets as large as the netdev MTU allows (default Y); N: path MTU sized");
 
+static bool zcopy = true;
+module_param(zcopy, bool, 0644);
+MODULE_PARM_DESC(zcopy, "RC packets carry payload from user MRs as page fragments, without a copy (default Y); N: copy");
+
+bool vrdma_rc_zcopy(void)
+{
+	return READ_ONCE(zcopy);
+}
+
 static u32 vrdma_rc_cc(void)
 {
 	if (sysfs_streq(cc, "dcqcn"))
@@ -355,8 +364,13 @@ static u32 vrdma_rc_payload(struct vrdma_qp *qp, int family)
 	hdrs = sizeof(struct udphdr) + VT_DATA_HDR_LEN +
 	       (family == AF_INET6 ? sizeof(struct ipv6hdr) :
 				     sizeof(struct iphdr));
-	/* below 256 bytes of room the IP layer fragments (ignore_df) */
-	room = netdev_mtu >= hdrs + 256 ? netdev_mtu - hdrs : 256;
+	/*
+	 * Packets go out with DF and are never fragmented (iptunnel_xmit
+	 * clears ignore_df): each must fit the netdev MTU. One that cannot
+	 * carry 64 bytes of payload is not worth a connection; its packets
+	 * are dropped and the QP fails with RETRY_EXC.
+	 */
+	room = netdev_mtu >= hdrs + 64 ? netdev_mtu - hdrs : 64;
 	if (fill_mtu && path_mtu >= vrdma_mtu_from_netdev(netdev_mtu))
 		return min_t(u32, room, VT_MAX_PAYLOAD);
 	return min_t(u32, ib_mtu_enum_to_int(path_mtu), room);

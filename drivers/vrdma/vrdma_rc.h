@@ -223,6 +223,7 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);
+bool vrdma_rc_zcopy(void);
 
 /* vrdma_rc_req.c: the requester */
 void vrdma_req_take_sq(struct vrdma_rc_conn *rc);
@@ -238,10 +239,11 @@ void vrdma_req_rx_ack(struct vrdma_rc_conn *rc, const struct vt_ack *ack,
 enum vt_nack_code vrdma_req_resp_first(struct vrdma_rc_conn *rc,
 				       const struct vt_data_hdr *h,
 				       struct vrdma_rmsg *rm,
-				       const void *payload);
+				       const struct sk_buff *skb);
 enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
 				       const struct vt_data_hdr *h,
-				       struct vrdma_rmsg *rm, void *payload);
+				       struct vrdma_rmsg *rm,
+				       const struct sk_buff *skb);
 void vrdma_req_resp_done(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm);
 
 /* vrdma_rc_resp.c: the responder */

@@ -446,11 +446,12 @@ static enum ib_wc_status vrdma_req_payload(struct vrdma_rc_conn *rc,
 					   const struct vt_data_hdr *h,
 					   void *payload)
 {
+	struct vrdma_buf b = VRDMA_BUF(payload);
 	u32 off = h->msg_off, len = h->payload_len;
 
 	if (tm->kind == VRDMA_TMSG_READ_RESP)
 		return vrdma_mr_rw(rc->qp, tm->rkey, IB_ACCESS_REMOTE_READ,
-				   tm->va + off, payload, len, false) ?
+				   tm->va + off, &b, len, false) ?
 		       IB_WC_REM_ACCESS_ERR : IB_WC_SUCCESS;
 	if (tm->kind == VRDMA_TMSG_ATOMIC_RESP)
 		return vt_atomic_resp_encode(tm->orig, payload, len) < 0 ?
@@ -467,8 +468,33 @@ static enum ib_wc_status vrdma_req_payload(struct vrdma_rc_conn *rc,
 		memcpy(payload, (u8 *)sw->sqe.sge + off, len);
 		return IB_WC_SUCCESS;
 	}
-	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, off,
-			      payload, len, false);
+	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, off, &b,
+			      len, false);
+}
+
+/*
+ * The payload's pages, to attach to the packet instead of copying it: a
+ * READ response from its MR, a SEND's or WRITE's from its gather list.
+ * False when it must be copied (inline, kernel and DMA MRs, atomics, an
+ * access fault that the copy then reports).
+ */
+static bool vrdma_req_frags(struct vrdma_rc_conn *rc,
+			    const struct vrdma_tmsg *tm,
+			    const struct vrdma_swqe *sw,
+			    const struct vt_data_hdr *h, struct vrdma_frags *fr)
+{
+	u32 off = h->msg_off, len = h->payload_len;
+
+	if (!len || !vrdma_rc_zcopy())
+		return false;
+	if (tm->kind == VRDMA_TMSG_READ_RESP)
+		return vrdma_mr_frags(rc->qp, tm->rkey, IB_ACCESS_REMOTE_READ,
+				      tm->va + off, len, fr);
+	if (!sw || (sw->sqe.flags & VRDMA_WQE_INLINE) ||
+	    (h->opcode != VT_OP_SEND && h->opcode != VT_OP_WRITE))
+		return false;
+	return vrdma_sge_frags(rc->qp, sw->sqe.sge, sw->sqe.num_sge, off, len,
+			       fr);
 }
 
 /*
@@ -481,22 +507,33 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 {
 	struct vrdma_qp *qp = rc->qp;
 	struct vrdma_tmsg *tm = &rc->req.tmsg[d->msg_id % VRDMA_RC_MSGS];
-	enum ib_wc_status st;
+	enum ib_wc_status st = IB_WC_SUCCESS;
+	struct vrdma_frags fr = {};
 	struct vrdma_swqe *sw;
 	struct vt_data_hdr h;
 	struct sk_buff *skb;
+	bool zc;
 
 	sw = vrdma_req_hdr(rc, tm, d, &h);
+	zc = vrdma_req_frags(rc, tm, sw, &h, &fr);
+	/* with the payload in page fragments, the head holds the headers */
 	skb = vrdma_net_alloc_skb(qp->vdev, &rc->route,
-				  VT_DATA_HDR_LEN + d->len);
-	if (!skb)
+				  VT_DATA_HDR_LEN + (zc ? 0 : d->len));
+	if (!skb) {
+		vrdma_frags_put(&fr);
 		return;
+	}
 	if (vt_data_hdr_encode(&h, skb_put(skb, VT_DATA_HDR_LEN),
 			       VT_DATA_HDR_LEN) < 0) {
+		vrdma_frags_put(&fr);
 		kfree_skb(skb);
 		return;
 	}
-	st = vrdma_req_payload(rc, tm, sw, &h, skb_put(skb, d->len));
+	if (zc) {
+		vrdma_net_skb_frags(skb, &fr);	/* the skb owns the refs */
+		vrdma_count(qp->vdev, VRDMA_CNT_TX_ZCOPY, 1);
+	} else
+		st = vrdma_req_payload(rc, tm, sw, &h, skb_put(skb, d->len));
 	if (st != IB_WC_SUCCESS) {
 		kfree_skb(skb);
 		if (sw)
@@ -571,7 +608,7 @@ void vrdma_req_rx_ack(struct vrdma_rc_conn *rc, const struct vt_ack *ack,
 enum vt_nack_code vrdma_req_resp_first(struct vrdma_rc_conn *rc,
 				       const struct vt_data_hdr *h,
 				       struct vrdma_rmsg *rm,
-				       const void *payload)
+				       const struct sk_buff *skb)
 {
 	bool atomic = h->opcode == VT_OP_ATOMIC_RESP;
 	u32 i;
@@ -594,23 +631,28 @@ enum vt_nack_code vrdma_req_resp_first(struct vrdma_rc_conn *rc,
 /* Place a response's payload into the request's local buffers. */
 enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
 				       const struct vt_data_hdr *h,
-				       struct vrdma_rmsg *rm, void *payload)
+				       struct vrdma_rmsg *rm,
+				       const struct sk_buff *skb)
 {
 	struct vrdma_rd_out *ro = &rc->req.rd_out[rm->va];
 	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, ro->sq_idx);
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+	u8 buf[VT_ATOMIC_RESP_LEN];
+	const void *p;
 	u64 orig;
 
 	if (h->opcode == VT_OP_READ_RESP) {
 		if (h->msg_off + h->payload_len > sw->len)
 			return IB_WC_LOC_LEN_ERR;
 		return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge,
-				      h->msg_off, payload, h->payload_len,
-				      true);
+				      h->msg_off, &b, h->payload_len, true);
 	}
-	if (vt_atomic_resp_decode(payload, h->payload_len, &orig) < 0)
+	p = skb_header_pointer(skb, VT_DATA_HDR_LEN, sizeof(buf), buf);
+	if (!p || vt_atomic_resp_decode(p, h->payload_len, &orig) < 0)
 		return IB_WC_BAD_RESP_ERR;
 	/* host order, like a local 64-bit load */
-	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, 0, &orig,
+	b = VRDMA_BUF(&orig);
+	return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge, 0, &b,
 			      sizeof(orig), true);
 }
 

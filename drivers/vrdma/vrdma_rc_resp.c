@@ -195,7 +195,7 @@ void vrdma_resp_flush_srq(struct vrdma_rc_conn *rc)
 static enum vt_nack_code vrdma_resp_send_first(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
 					       struct vrdma_rmsg *rm,
-					       const void *payload)
+					       const struct sk_buff *skb)
 {
 	u32 ssn = (u32)h->va;
 
@@ -230,7 +230,7 @@ static enum vt_nack_code vrdma_resp_send_first(struct vrdma_rc_conn *rc,
 static enum vt_nack_code vrdma_resp_write_first(struct vrdma_rc_conn *rc,
 						const struct vt_data_hdr *h,
 						struct vrdma_rmsg *rm,
-						const void *payload)
+						const struct sk_buff *skb)
 {
 	if (!(rc->qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
 		return VT_NACK_REM_ACCESS;
@@ -253,7 +253,7 @@ static enum vt_nack_code vrdma_resp_rd_budget(struct vrdma_rc_conn *rc,
 static enum vt_nack_code vrdma_resp_read_first(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
 					       struct vrdma_rmsg *rm,
-					       const void *payload)
+					       const struct sk_buff *skb)
 {
 	if (!(rc->qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ) ||
 	    !vrdma_mr_check(rc->qp, h->rkey, IB_ACCESS_REMOTE_READ, h->va,
@@ -265,12 +265,16 @@ static enum vt_nack_code vrdma_resp_read_first(struct vrdma_rc_conn *rc,
 static enum vt_nack_code vrdma_resp_atomic_first(struct vrdma_rc_conn *rc,
 						 const struct vt_data_hdr *h,
 						 struct vrdma_rmsg *rm,
-						 const void *payload)
+						 const struct sk_buff *skb)
 {
+	u8 buf[VT_ATOMIC_REQ_LEN];
+	const void *p;
+
 	if (!(rc->qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
 		return VT_NACK_REM_ACCESS;
+	p = skb_header_pointer(skb, VT_DATA_HDR_LEN, sizeof(buf), buf);
 	/* rxe: a misaligned address is an invalid request */
-	if (vt_atomic_decode(payload, h->payload_len, &rm->atomic) < 0 ||
+	if (!p || vt_atomic_decode(p, h->payload_len, &rm->atomic) < 0 ||
 	    (h->va & 7))
 		return VT_NACK_INV_REQ;
 	if (!vrdma_mr_check(rc->qp, h->rkey, IB_ACCESS_REMOTE_ATOMIC, h->va, 8))
@@ -281,19 +285,23 @@ static enum vt_nack_code vrdma_resp_atomic_first(struct vrdma_rc_conn *rc,
 static enum ib_wc_status vrdma_resp_send_place(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
 					       struct vrdma_rmsg *rm,
-					       void *payload)
+					       const struct sk_buff *skb)
 {
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+
 	return vrdma_sge_copy(rc->qp, rm->rqe.sge, rm->rqe.num_sge,
-			      h->msg_off, payload, h->payload_len, true);
+			      h->msg_off, &b, h->payload_len, true);
 }
 
 static enum ib_wc_status vrdma_resp_write_place(struct vrdma_rc_conn *rc,
 						const struct vt_data_hdr *h,
 						struct vrdma_rmsg *rm,
-						void *payload)
+						const struct sk_buff *skb)
 {
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+
 	if (vrdma_mr_rw(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
-			h->va + h->msg_off, payload, h->payload_len, true))
+			h->va + h->msg_off, &b, h->payload_len, true))
 		return IB_WC_REM_ACCESS_ERR;
 	return IB_WC_SUCCESS;
 }
@@ -386,11 +394,13 @@ struct vrdma_resp_op {
 	/* first packet: bind the message, or the NACK that refuses it */
 	enum vt_nack_code (*first)(struct vrdma_rc_conn *rc,
 				   const struct vt_data_hdr *h,
-				   struct vrdma_rmsg *rm, const void *payload);
+				   struct vrdma_rmsg *rm,
+				   const struct sk_buff *skb);
 	/* each accepted packet with payload (NULL: nothing to place) */
 	enum ib_wc_status (*place)(struct vrdma_rc_conn *rc,
 				   const struct vt_data_hdr *h,
-				   struct vrdma_rmsg *rm, void *payload);
+				   struct vrdma_rmsg *rm,
+				   const struct sk_buff *skb);
 	/* the message is complete and every one before it too */
 	void (*done)(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm);
 };
@@ -441,7 +451,7 @@ static enum vt_nack_code vrdma_resp_check_msg(struct vrdma_rc_conn *rc,
 static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 					     const struct vt_data_hdr *h,
 					     struct vrdma_rmsg *rm,
-					     const void *payload)
+					     const struct sk_buff *skb)
 {
 	const struct vrdma_resp_op *op = vrdma_resp_op(h->opcode);
 	enum vt_nack_code nack;
@@ -456,7 +466,7 @@ static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 	rm->len = h->msg_len;
 	rm->with_imm = !!(h->flags & VT_F_IMM);
 	rm->imm = h->imm;
-	nack = op->first(rc, h, rm, payload);
+	nack = op->first(rc, h, rm, skb);
 	rm->valid = nack == VT_NACK_NONE;
 	return nack;
 }
@@ -475,14 +485,14 @@ static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
 /* The chain for a packet the core has not seen; @rmp: its message. */
 static enum vt_nack_code vrdma_resp_check(struct vrdma_rc_conn *rc,
 					  const struct vt_data_hdr *h,
-					  const void *payload,
+					  const struct sk_buff *skb,
 					  struct vrdma_rmsg **rmp)
 {
 	enum vt_nack_code nack;
 
 	nack = vrdma_resp_check_msg(rc, h, rmp);
 	if (!nack)
-		nack = vrdma_resp_check_op(rc, h, *rmp, payload);
+		nack = vrdma_resp_check_op(rc, h, *rmp, skb);
 	if (!nack)
 		nack = vrdma_resp_check_rkey(rc, h);
 	return nack;
@@ -491,7 +501,7 @@ static enum vt_nack_code vrdma_resp_check(struct vrdma_rc_conn *rc,
 /* An accepted packet: its payload goes where it belongs. */
 static void vrdma_resp_execute(struct vrdma_rc_conn *rc,
 			       const struct vt_data_hdr *h,
-			       struct vrdma_rmsg *rm, void *payload)
+			       struct vrdma_rmsg *rm, const struct sk_buff *skb)
 {
 	const struct vrdma_resp_op *op = vrdma_resp_op(rm->op);
 	enum ib_wc_status st;
@@ -501,7 +511,7 @@ static void vrdma_resp_execute(struct vrdma_rc_conn *rc,
 		rm->se = true;
 	if (!h->payload_len || !op->place)
 		return;
-	st = op->place(rc, h, rm, payload);
+	st = op->place(rc, h, rm, skb);
 	if (st != IB_WC_SUCCESS && !rm->status)
 		rm->status = st;
 }
@@ -536,7 +546,6 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 			const struct vt_data_hdr *h, u64 now)
 {
 	struct vrdma_rc_resp *resp = &rc->resp;
-	void *payload = skb->data + VT_DATA_HDR_LEN;
 	enum vt_nack_code nack = VT_NACK_NONE;
 	struct vrdma_rmsg *rm = NULL;
 	struct vt_rx_verdict v;
@@ -552,11 +561,11 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
 		vt_rx_adopt_psn(rc->vt, h->psn);
 	if (vt_rx_is_new(rc->vt, h->psn))
-		nack = vrdma_resp_check(rc, h, payload, &rm);
+		nack = vrdma_resp_check(rc, h, skb, &rm);
 
 	vt_rx_on_data(rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
-		vrdma_resp_execute(rc, h, rm, payload);
+		vrdma_resp_execute(rc, h, rm, skb);
 	vrdma_resp_complete(rc, v.msgs_done);
 	if (v.ack_now)
 		vrdma_resp_send_ack(rc, now);

@@ -23,19 +23,26 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 	vrdma_count(vdev, VRDMA_CNT_RX_PKTS, 1);
 	vrdma_count(vdev, VRDMA_CNT_RX_BYTES, skb->len);
 
-	/* Decoders read a flat buffer: headers must be linear. */
-	if (skb_linearize(skb))
+	/*
+	 * Decoders read a flat buffer: the headers are pulled into the
+	 * linear area, the payload stays where it is (page fragments of a
+	 * copy-free sender) and is copied once, into its memory region.
+	 */
+	if (!pskb_may_pull(skb, 2))
 		goto bad;
-
 	op = vt_pkt_opcode(skb->data, skb->len);
 	if (op < 0)
 		goto bad;
 	if (op == VT_OP_ACK || op == VT_OP_NACK) {
+		if (!pskb_may_pull(skb, min_t(u32, skb->len, VT_ACK_LEN)))
+			goto bad;
 		rv = vt_ack_decode(skb->data, skb->len, &ack);
 		if (rv < 0)
 			goto bad;
 		vrdma_rc_rx(vdev, skb, NULL, &ack);
 	} else {
+		if (!pskb_may_pull(skb, min_t(u32, skb->len, VT_DATA_HDR_LEN)))
+			goto bad;
 		rv = vt_data_hdr_decode(skb->data, skb->len, &dh);
 		if (rv < 0)
 			goto bad;

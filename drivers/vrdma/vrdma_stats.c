@@ -32,6 +32,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_TX_BLOCKED].name = "tx_blocked",
 	[VRDMA_CNT_RESP_TIMEOUTS].name = "resp_timeouts",
 	[VRDMA_CNT_FATAL_NACK_REPLAYS].name = "fatal_nack_replays",
+	[VRDMA_CNT_TX_ZCOPY].name = "tx_zcopy_packets",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -135,11 +135,14 @@ static enum ib_wc_status vrdma_ud_send_one(struct vrdma_qp *qp,
 		return IB_WC_LOC_QP_OP_ERR;
 	}
 	payload = skb_put(skb, total);
-	if (s->flags & VRDMA_WQE_INLINE)
+	if (s->flags & VRDMA_WQE_INLINE) {
 		memcpy(payload, s->sge, total);
-	else
-		st = vrdma_sge_copy(qp, s->sge, s->num_sge, 0, payload, total,
+	} else {
+		struct vrdma_buf b = VRDMA_BUF(payload);
+
+		st = vrdma_sge_copy(qp, s->sge, s->num_sge, 0, &b, total,
 				    false);
+	}
 	if (st) {
 		kfree_skb(skb);
 		return st;
@@ -255,9 +258,10 @@ static u8 vrdma_ud_grh(struct sk_buff *skb, union rdma_network_hdr *grh)
 /* Fill a taken receive WQE: GRH area, then payload. */
 static enum ib_wc_status vrdma_ud_place(struct vrdma_qp *qp,
 					const struct vrdma_rqe *rqe,
-					const union rdma_network_hdr *grh,
-					void *payload, u32 len)
+					union rdma_network_hdr *grh,
+					const struct sk_buff *skb, u32 len)
 {
+	struct vrdma_buf b = VRDMA_BUF(grh);
 	enum ib_wc_status st;
 	u64 room = 0;
 	u32 i;
@@ -268,18 +272,19 @@ static enum ib_wc_status vrdma_ud_place(struct vrdma_qp *qp,
 		room += rqe->sge[i].length;
 	if (room < VRDMA_UD_GRH_LEN + (u64)len)
 		return IB_WC_LOC_LEN_ERR;
-	st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge, 0, (void *)grh,
+	st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge, 0, &b,
 			    VRDMA_UD_GRH_LEN, true);
+	b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
 	if (!st)
 		st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge,
-				    VRDMA_UD_GRH_LEN, payload, len, true);
+				    VRDMA_UD_GRH_LEN, &b, len, true);
 	return st;
 }
 
 /*
  * A decoded VT_OP_UD_SEND from softirq; the caller frees @skb. The
  * decoder checked every header field and that the payload fills the rest
- * of the linear datagram.
+ * of the datagram (linear or in page fragments).
  */
 void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		 const struct vt_data_hdr *dh)
@@ -329,8 +334,7 @@ void vrdma_ud_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		goto out;
 	}
 
-	cqe.status = vrdma_ud_place(qp, &rqe, &grh, skb->data + VT_DATA_HDR_LEN,
-				    dh->payload_len);
+	cqe.status = vrdma_ud_place(qp, &rqe, &grh, skb, dh->payload_len);
 	cqe.wr_id = rqe.wr_id;
 	cqe.opcode = IB_WC_RECV;
 	cqe.qp_num = qp->ibqp.qp_num;

@@ -5,6 +5,7 @@
 #ifndef VRDMA_VERBS_H
 #define VRDMA_VERBS_H
 
+#include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
@@ -139,6 +140,12 @@ struct vrdma_mr {
 	struct ib_mr ibmr;
 	enum vrdma_mr_type type;
 	struct ib_umem *umem;
+	/*
+	 * USER: the umem's pages in order (NULL when too large to index):
+	 * a packet's page found in O(1), not by walking the sg table.
+	 */
+	struct page **upages;
+	u32 n_upages;
 	u64 *pages;			/* FAST: page addresses of map_mr_sg */
 	u32 max_pages;
 	u32 npages;
@@ -278,10 +285,38 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 		    unsigned int *sg_offset);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct vt_atomic;
+
+/*
+ * One side of a data-path copy: a flat buffer, or (copying into memory
+ * only) the bytes of an skb from @off on, which may be in page fragments.
+ */
+struct vrdma_buf {
+	void *p;
+	const struct sk_buff *skb;
+	u32 off;
+};
+
+#define VRDMA_BUF(ptr)		((struct vrdma_buf){ .p = (ptr) })
+#define VRDMA_SKB_BUF(s, o)	((struct vrdma_buf){ .skb = (s), .off = (o) })
+
+/* Pages of a payload to attach to an skb instead of copying it. */
+struct vrdma_frags {
+	u32 n;
+	u32 len;
+	struct {
+		struct page *page;
+		u32 off;
+		u32 len;
+	} f[MAX_SKB_FRAGS];
+};
+
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len);
 int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
-		void *buf, u32 len, bool to_mr);
+		struct vrdma_buf *b, u32 len, bool to_mr);
+bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
+		    u32 len, struct vrdma_frags *fr);
+void vrdma_frags_put(struct vrdma_frags *fr);
 int vrdma_mr_atomic(struct vrdma_qp *qp, u32 rkey, u64 iova,
 		    const struct vt_atomic *a, u64 *orig);
 bool vrdma_mr_can_invalidate(struct vrdma_qp *qp, u32 key);
@@ -289,7 +324,10 @@ int vrdma_mr_invalidate(struct vrdma_qp *qp, u32 key);
 int vrdma_mr_fast_reg(struct vrdma_qp *qp, const struct vrdma_sqe *sqe);
 enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
 				 const struct vrdma_sge *sge, u32 nsge,
-				 u32 off, void *buf, u32 len, bool to_mr);
+				 u32 off, struct vrdma_buf *b, u32 len,
+				 bool to_mr);
+bool vrdma_sge_frags(struct vrdma_qp *qp, const struct vrdma_sge *sge,
+		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr);
 u64 vrdma_sge_total(const struct vrdma_sge *sge, u32 nsge);
 
 #endif /* VRDMA_VERBS_H */
