@@ -10,6 +10,7 @@
  * device bound to a netdev inside a container's namespace works there.
  */
 #include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/skbuff.h>
 #include <net/ip.h>
@@ -48,11 +49,42 @@ static struct vrdma_net *vrdma_pernet(struct net *net)
 	return net_generic(net, vrdma_net_id);
 }
 
+/*
+ * The netdev owning local address @skb was sent to, in the socket's
+ * namespace. A packet between two local addresses (two QPs of one device,
+ * or two devices of one namespace) is routed through the loopback netdev
+ * (vrdma_net_oif4/6()), which no device is bound to: it belongs to the
+ * device of the netdev that holds its destination address, as it would
+ * had it come in on the wire. Only local senders reach the loopback
+ * netdev, so no remote packet gets here. Called under RCU (UDP receive).
+ */
+static struct net_device *vrdma_loopback_dev(struct sock *sk,
+					     struct sk_buff *skb)
+{
+	struct net *net = sock_net(sk);
+
+	if (skb->protocol == htons(ETH_P_IP))
+		return __ip_dev_find(net, ip_hdr(skb)->daddr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	if (skb->protocol == htons(ETH_P_IPV6))
+		return ipv6_stub->ipv6_dev_find(net, &ipv6_hdr(skb)->daddr,
+						NULL);
+#endif
+	return NULL;
+}
+
 static int vrdma_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct net_device *ndev = skb->dev;
 	struct ib_device *ibdev;
 
+	if (unlikely(ndev->flags & IFF_LOOPBACK)) {
+		ndev = vrdma_loopback_dev(sk, skb);
+		if (!ndev || IS_ERR(ndev)) {
+			kfree_skb(skb);
+			return 0;
+		}
+	}
 	ibdev = ib_device_get_by_netdev(ndev, VRDMA_DRIVER_ID);
 	if (!ibdev && is_vlan_dev(ndev))
 		ibdev = ib_device_get_by_netdev(vlan_dev_real_dev(ndev),
@@ -271,6 +303,30 @@ void vrdma_net_route_destroy(struct vrdma_route *r)
 	r->has_cache = false;
 }
 
+/*
+ * The output interface of a route lookup. A port sends on its own netdev,
+ * except to an address of this namespace: such a packet is for a local
+ * device (loopback), and the lookup is left to the routing rules, which
+ * take it through the loopback netdev (an interface bound to our netdev
+ * would instead send it out of it, towards an address the other end
+ * takes for a martian, or ARP for it). Once per connection for RC (the
+ * dst is cached), once per datagram for UD, under RCU.
+ */
+static int vrdma_net_oif4(struct net_device *ndev, __be32 daddr)
+{
+	return __ip_dev_find(dev_net(ndev), daddr, false) ? 0 : ndev->ifindex;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+static int vrdma_net_oif6(struct net_device *ndev, const struct in6_addr *daddr)
+{
+	struct net_device *dev;
+
+	dev = ipv6_stub->ipv6_dev_find(dev_net(ndev), daddr, NULL);
+	return dev && !IS_ERR(dev) ? 0 : ndev->ifindex;
+}
+#endif
+
 static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 		       struct vrdma_route *r, __be16 sport,
 		       struct sk_buff *skb)
@@ -283,7 +339,7 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 	if (r->has_cache)
 		rt = dst_cache_get_ip4(&r->dst_cache, &saddr);
 	if (!rt) {
-		fl.flowi4_oif = ndev->ifindex;
+		fl.flowi4_oif = vrdma_net_oif4(ndev, r->daddr.v4);
 		fl.flowi4_proto = IPPROTO_UDP;
 		fl.flowi4_tos = RT_TOS(r->tos);
 		fl.saddr = r->saddr.v4;
@@ -318,7 +374,7 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 	if (r->has_cache)
 		dst = dst_cache_get_ip6(&r->dst_cache, &cached);
 	if (!dst) {
-		fl6.flowi6_oif = ndev->ifindex;
+		fl6.flowi6_oif = vrdma_net_oif6(ndev, &daddr);
 		fl6.flowi6_proto = IPPROTO_UDP;
 		fl6.saddr = saddr;
 		fl6.daddr = daddr;
