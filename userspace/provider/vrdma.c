@@ -551,6 +551,23 @@ static int vrdma_destroy_srq(struct ibv_srq *ibsrq)
 
 static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops);
 
+/*
+ * ibv_qp_to_qp_ex() tests VERBS_QP_EX in verbs_qp.comp_mask, which follows
+ * struct ibv_qp_ex. We build with rdma-core 56.1's headers, whose ibv_qp_ex
+ * ends with wr_flush, and run on Debian 12's libibverbs (44.0, the same
+ * private ABI), whose ibv_qp_ex ends before it: that library reads the
+ * mask where 56.1 has wr_flush. Set it in both places. FLUSH is never
+ * offered, so no application may call wr_flush.
+ */
+static void vrdma_qp_mark_ex(struct vrdma_qp *qp)
+{
+	uint32_t *mask44 = (uint32_t *)((uint8_t *)&qp->vqp.qp_ex +
+					offsetof(struct ibv_qp_ex, wr_flush));
+
+	qp->vqp.comp_mask |= VERBS_QP_EX;
+	*mask44 |= VERBS_QP_EX;
+}
+
 /* create_qp and create_qp_ex: @attr has been checked. */
 static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *ctx,
 					     struct ibv_qp_init_attr_ex *attr)
@@ -602,7 +619,7 @@ static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *ctx,
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		vrdma_set_qp_send_ops(qp, attr->send_ops_flags);
-		qp->vqp.comp_mask |= VERBS_QP_EX;
+		vrdma_qp_mark_ex(qp);
 	}
 
 	/* report the real ring sizes back like the kernel does */
