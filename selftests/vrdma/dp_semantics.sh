@@ -4,7 +4,8 @@
 # RC verbs semantics between two hosts: userspace/tools/vrdma_dp_test (every
 # opcode's data and completion, inline, SGEs, signalling, ordering, a 64 MB
 # message, SRQ, remote access / RNR / length / retry / response-timeout
-# errors, both sides of each, solicited events) on a clean wire,
+# errors, both sides of each, solicited events, extended CQs and QPs with
+# the ibv_wr_* API) on a clean wire,
 # and ibv_srq_pingpong -c. Every check of the program is a test point here.
 # dp_semantics_impair.sh runs the same on an impaired wire.
 . "$(dirname "$0")/lib.sh"

@@ -136,6 +136,27 @@ static int vrdma_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/* Map the ring of a CQ the kernel just created; destroys it on failure. */
+static int vrdma_cq_map(struct vrdma_cq *cq, struct ibv_context *ctx,
+			const struct vrdma_create_cq_resp *drv)
+{
+	int ret;
+
+	ret = -vrdma_ring_map(&cq->ring, ctx, drv->cq_key, drv->cq_size,
+			     drv->num_cqe, sizeof(struct vrdma_cqe));
+	cq->ctrl = ret ? NULL : vrdma_ring_ctrl(&cq->ring,
+						sizeof(*cq->ctrl));
+	if (!cq->ctrl) {
+		verbs_err(verbs_get_ctx(ctx), "libvrdma: CQ mapping failed\n");
+		vrdma_ring_unmap(&cq->ring);
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		return ret ? ret : EINVAL;
+	}
+	cq->cq_id = drv->cq_id;
+	pthread_spin_init(&cq->ring.lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_cq *vrdma_create_cq(struct ibv_context *ctx, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
@@ -149,29 +170,226 @@ static struct ibv_cq *vrdma_create_cq(struct ibv_context *ctx, int cqe,
 	if (!cq)
 		return NULL;
 
-	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->ibv_cq,
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
 				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
+	if (!ret)
+		ret = vrdma_cq_map(cq, ctx, &resp.drv);
 	if (ret) {
 		free(cq);
 		errno = ret;
 		return NULL;
 	}
-	ret = -vrdma_ring_map(&cq->ring, ctx, resp.drv.cq_key, resp.drv.cq_size,
-			     resp.drv.num_cqe, sizeof(struct vrdma_cqe));
-	cq->ctrl = ret ? NULL : vrdma_ring_ctrl(&cq->ring,
-						sizeof(*cq->ctrl));
-	if (!cq->ctrl) {
-		verbs_err(verbs_get_ctx(ctx), "libvrdma: CQ mapping failed\n");
-		vrdma_ring_unmap(&cq->ring);
-		ibv_cmd_destroy_cq(&cq->ibv_cq);
-		free(cq);
-		errno = ret ? ret : EINVAL;
+	return &cq->vcq.cq;
+}
+
+/*
+ * Extended polling reads the CQE in its ring slot: start_poll takes the
+ * ring lock and the first valid slot, next_poll hands the slot back and
+ * takes the next one, end_poll hands back the last and unlocks. The
+ * kernel cannot rewrite a slot before it is handed back.
+ */
+/* The next valid CQE, or NULL; the caller holds ring.lock. */
+static struct vrdma_cqe *vrdma_cq_peek(struct vrdma_cq *cq)
+{
+	struct vrdma_cqe *cqe = vrdma_ring_slot(&cq->ring, cq->ring.head);
+
+	return vrdma_slot_flags(cqe) & VRDMA_CQE_VALID ? cqe : NULL;
+}
+
+/* Hand the CQE at the consumer index back to the kernel. */
+static void vrdma_cq_consume(struct vrdma_cq *cq)
+{
+	vrdma_slot_set(vrdma_ring_slot(&cq->ring, cq->ring.head), 0);
+	cq->ring.head++;
+}
+
+/* Take the next valid CQE for the readers: 0, or ENOENT if there is none. */
+static int vrdma_cq_ex_take(struct vrdma_cq *cq)
+{
+	struct vrdma_cqe *cqe = vrdma_cq_peek(cq);
+	int ret = ENOENT;
+
+	cq->cur = cqe;
+	if (cqe) {
+		cq->vcq.cq_ex.wr_id = cqe->wr_id;
+		cq->vcq.cq_ex.status = cqe->status;
+		ret = 0;
+	}
+	return ret;
+}
+
+static int vrdma_start_poll(struct ibv_cq_ex *ibcq,
+			    struct ibv_poll_cq_attr *attr)
+{
+	struct vrdma_cq *cq = to_vcq_ex(ibcq);
+	int ret = EINVAL;
+
+	if (attr->comp_mask)
+		return ret;
+	pthread_spin_lock(&cq->ring.lock);
+	ret = vrdma_cq_ex_take(cq);
+	if (ret)
+		pthread_spin_unlock(&cq->ring.lock);	/* no end_poll follows */
+	return ret;
+}
+
+static int vrdma_next_poll(struct ibv_cq_ex *ibcq)
+{
+	struct vrdma_cq *cq = to_vcq_ex(ibcq);
+
+	if (cq->cur)
+		vrdma_cq_consume(cq);
+	return vrdma_cq_ex_take(cq);
+}
+
+static void vrdma_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct vrdma_cq *cq = to_vcq_ex(ibcq);
+
+	if (cq->cur)
+		vrdma_cq_consume(cq);
+	cq->cur = NULL;
+	pthread_spin_unlock(&cq->ring.lock);
+}
+
+static enum ibv_wc_opcode vrdma_wc_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return to_vcq_ex(ibcq)->cur->opcode;
+}
+
+static uint32_t vrdma_wc_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+static uint32_t vrdma_wc_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return to_vcq_ex(ibcq)->cur->byte_len;
+}
+
+/* ibv_wc_read_invalidated_rkey() takes this too, through be32toh() */
+static __be32 vrdma_wc_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	struct vrdma_cqe *cqe = to_vcq_ex(ibcq)->cur;
+
+	if (cqe->flags & VRDMA_CQE_WITH_INV)
+		return htobe32(cqe->ex);
+	return (__be32)cqe->ex;	/* immediate data: already big-endian */
+}
+
+static uint32_t vrdma_wc_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return to_vcq_ex(ibcq)->cur->qp_num;
+}
+
+static uint32_t vrdma_wc_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return to_vcq_ex(ibcq)->cur->src_qp;
+}
+
+/* The wc_flags of a CQE whose flags word read @flags. */
+static unsigned int vrdma_cqe_wc_flags(uint32_t flags)
+{
+	unsigned int wc_flags = 0;
+
+	if (flags & VRDMA_CQE_WITH_IMM)
+		wc_flags |= IBV_WC_WITH_IMM;
+	else if (flags & VRDMA_CQE_WITH_INV)
+		wc_flags |= IBV_WC_WITH_INV;
+	if (flags & VRDMA_CQE_GRH)
+		wc_flags |= IBV_WC_GRH;
+	return wc_flags;
+}
+
+static unsigned int vrdma_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return vrdma_cqe_wc_flags(to_vcq_ex(ibcq)->cur->flags);
+}
+
+/* RoCE-like: no LIDs */
+static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+static uint8_t vrdma_wc_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return to_vcq_ex(ibcq)->cur->sl;
+}
+
+static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return 0;
+}
+
+/*
+ * What a CQE carries. A CQE has no completion time, so the timestamp
+ * flags are refused rather than answered with a made-up clock.
+ */
+enum {
+	VRDMA_CQ_WC_FLAGS = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+			    IBV_WC_EX_WITH_DLID_PATH_BITS,
+	/* a parent domain (IBV_CQ_INIT_ATTR_MASK_PD) is not supported */
+	VRDMA_CQ_INIT_MASK = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+	/*
+	 * SINGLE_THREADED only allows a provider to drop its locks, which
+	 * we keep; IGNORE_OVERRUN the kernel refuses (a full CQ is an
+	 * overrun there).
+	 */
+	VRDMA_CQ_CREATE_FLAGS = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+};
+
+static struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *ctx,
+					    struct ibv_cq_init_attr_ex *attr)
+{
+	struct vrdma_ucmd_create_cq_ex_resp resp = {};
+	struct vrdma_ucmd_create_cq_ex cmd = {};
+	struct ibv_cq_ex *ex;
+	struct vrdma_cq *cq;
+	int ret;
+
+	if ((attr->wc_flags & ~(uint64_t)VRDMA_CQ_WC_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)VRDMA_CQ_INIT_MASK) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)VRDMA_CQ_CREATE_FLAGS))) {
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq->cq_id = resp.drv.cq_id;
-	pthread_spin_init(&cq->ring.lock, PTHREAD_PROCESS_PRIVATE);
-	return &cq->ibv_cq;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
+				   0);
+	if (!ret)
+		ret = vrdma_cq_map(cq, ctx, &resp.drv);
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	/* every accessor, whether its wc_flag was asked for or not */
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = vrdma_start_poll;
+	ex->next_poll = vrdma_next_poll;
+	ex->end_poll = vrdma_end_poll;
+	ex->read_opcode = vrdma_wc_read_opcode;
+	ex->read_vendor_err = vrdma_wc_read_vendor_err;
+	ex->read_byte_len = vrdma_wc_read_byte_len;
+	ex->read_imm_data = vrdma_wc_read_imm_data;
+	ex->read_qp_num = vrdma_wc_read_qp_num;
+	ex->read_src_qp = vrdma_wc_read_src_qp;
+	ex->read_wc_flags = vrdma_wc_read_wc_flags;
+	ex->read_slid = vrdma_wc_read_slid;
+	ex->read_sl = vrdma_wc_read_sl;
+	ex->read_dlid_path_bits = vrdma_wc_read_dlid_path_bits;
+	return ex;
 }
 
 static int vrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
@@ -226,16 +444,12 @@ static int vrdma_destroy_cq(struct ibv_cq *ibcq)
 static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
 	struct vrdma_cq *cq = to_vcq(ibcq);
+	struct vrdma_cqe *cqe;
 	int n = 0;
 
 	pthread_spin_lock(&cq->ring.lock);
-	for (; n < num; n++, wc++) {
-		struct vrdma_cqe *cqe = vrdma_ring_slot(&cq->ring,
-							 cq->ring.head);
-		uint32_t flags = vrdma_slot_flags(cqe);
-
-		if (!(flags & VRDMA_CQE_VALID))
-			break;
+	for (; n < num && (cqe = vrdma_cq_peek(cq)); n++, wc++) {
+		uint32_t flags = cqe->flags;	/* read after peek's acquire */
 
 		wc->wr_id = cqe->wr_id;
 		wc->status = cqe->status;
@@ -248,21 +462,14 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		wc->slid = 0;
 		wc->sl = cqe->sl;
 		wc->dlid_path_bits = 0;
-		wc->wc_flags = 0;
+		wc->wc_flags = vrdma_cqe_wc_flags(flags);
 		wc->imm_data = 0;
-		if (flags & VRDMA_CQE_WITH_IMM) {
-			wc->wc_flags |= IBV_WC_WITH_IMM;
+		if (flags & VRDMA_CQE_WITH_IMM)
 			wc->imm_data = cqe->ex;
-		} else if (flags & VRDMA_CQE_WITH_INV) {
-			wc->wc_flags |= IBV_WC_WITH_INV;
+		else if (flags & VRDMA_CQE_WITH_INV)
 			wc->invalidated_rkey = cqe->ex;
-		}
-		if (flags & VRDMA_CQE_GRH)
-			wc->wc_flags |= IBV_WC_GRH;
 
-		/* hand the slot back to the kernel */
-		vrdma_slot_set(cqe, 0);
-		cq->ring.head++;
+		vrdma_cq_consume(cq);
 	}
 	pthread_spin_unlock(&cq->ring.lock);
 	return n;
@@ -342,12 +549,31 @@ static int vrdma_destroy_srq(struct ibv_srq *ibsrq)
 	return 0;
 }
 
-static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
-				      struct ibv_qp_init_attr *attr)
+static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops);
+
+/*
+ * ibv_qp_to_qp_ex() tests VERBS_QP_EX in verbs_qp.comp_mask, which follows
+ * struct ibv_qp_ex. We build with rdma-core 56.1's headers, whose ibv_qp_ex
+ * ends with wr_flush, and run on Debian 12's libibverbs (44.0, the same
+ * private ABI), whose ibv_qp_ex ends before it: that library reads the
+ * mask where 56.1 has wr_flush. Set it in both places. FLUSH is never
+ * offered, so no application may call wr_flush.
+ */
+static void vrdma_qp_mark_ex(struct vrdma_qp *qp)
+{
+	uint32_t *mask44 = (uint32_t *)((uint8_t *)&qp->vqp.qp_ex +
+					offsetof(struct ibv_qp_ex, wr_flush));
+
+	qp->vqp.comp_mask |= VERBS_QP_EX;
+	*mask44 |= VERBS_QP_EX;
+}
+
+/* create_qp and create_qp_ex: @attr has been checked. */
+static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *ctx,
+					     struct ibv_qp_init_attr_ex *attr)
 {
 	struct vrdma_ucmd_create_qp_resp resp = {};
 	struct vrdma_ucmd_create_qp cmd = {};
-	struct ibv_context *ctx = pd->context;
 	struct vrdma_qp *qp;
 	int ret;
 
@@ -355,8 +581,8 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 	if (!qp)
 		return NULL;
 
-	ret = ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd.ibv_cmd,
-				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (ret) {
 		free(qp);
 		errno = ret;
@@ -388,22 +614,92 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 	qp->db_req.hdr.in_words = sizeof(qp->db_req) / 4;
 	qp->db_req.hdr.out_words = sizeof(qp->db_resp) / 4;
 	qp->db_req.response = (uintptr_t)&qp->db_resp;
-	qp->db_req.qp_handle = qp->ibv_qp.handle;
+	qp->db_req.qp_handle = qp->vqp.qp.handle;
 	qp->db_req.wqe_size = sizeof(struct ibv_send_wr);
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		vrdma_set_qp_send_ops(qp, attr->send_ops_flags);
+		vrdma_qp_mark_ex(qp);
+	}
 
 	/* report the real ring sizes back like the kernel does */
 	attr->cap.max_send_wr = resp.drv.num_sqe;
 	if (!attr->srq)
 		attr->cap.max_recv_wr = resp.drv.num_rqe;
-	return &qp->ibv_qp;
+	return &qp->vqp.qp;
 err:
 	verbs_err(verbs_get_ctx(ctx), "libvrdma: QP mapping failed\n");
 	vrdma_ring_unmap(&qp->sq);
 	vrdma_ring_unmap(&qp->rq);
-	ibv_cmd_destroy_qp(&qp->ibv_qp);
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
+				      struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp;
+
+	qp = vrdma_create_qp_common(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+/*
+ * The ibv_wr_* operations of each QP type: what post_send carries, less
+ * LOCAL_INV, which can only invalidate a fast-registration MR, and a user
+ * process cannot have one. BIND_MW, TSO, ATOMIC_WRITE and FLUSH have no
+ * SQE opcode.
+ */
+enum {
+	VRDMA_QP_EX_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	VRDMA_QP_EX_OPS_RC = VRDMA_QP_EX_OPS_UD |
+			     IBV_QP_EX_WITH_SEND_WITH_INV |
+			     IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			     IBV_QP_EX_WITH_RDMA_READ |
+			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	VRDMA_QP_INIT_MASK = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+};
+
+static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *ctx,
+					 struct ibv_qp_init_attr_ex *attr)
+{
+	uint64_t ops = attr->qp_type == IBV_QPT_RC ? VRDMA_QP_EX_OPS_RC :
+		       attr->qp_type == IBV_QPT_UD ? VRDMA_QP_EX_OPS_UD : 0;
+	uint32_t mask = attr->comp_mask;
+	struct ibv_qp *qp;
+
+	/* the kernel refuses every create flag (-EOPNOTSUPP) */
+	if ((mask & ~(uint32_t)VRDMA_QP_INIT_MASK) ||
+	    ((mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~ops))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* no create flags: ibv_cmd_create_qp_ex() takes no such mask bit */
+	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	qp = vrdma_create_qp_common(ctx, attr);
+	attr->comp_mask = mask;
+	return qp;
 }
 
 static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -466,29 +762,28 @@ static int vrdma_sq_opcode(enum ibv_wr_opcode op)
 	}
 }
 
-/* Fill one SQE; the caller publishes it by setting VRDMA_WQE_VALID. */
-static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
-			   struct vrdma_sqe *sqe, uint32_t *flags)
+/*
+ * Building an SQE, for post_send and for the ibv_wr_* calls alike: init,
+ * then the operation's fields and its data, then vrdma_sqe_finish(),
+ * which checks it and stages its flags word (VALID still clear) for
+ * vrdma_sq_publish(). The slot is ours: the kernel cleared it, and looks
+ * at nothing in a slot without VALID.
+ */
+static uint32_t vrdma_sqe_init(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
+			       uint8_t op, uint64_t wr_id,
+			       unsigned int send_flags)
 {
-	struct vrdma_context *ctx = to_vctx(qp->ibv_qp.context);
-	int ud = qp->ibv_qp.qp_type == IBV_QPT_UD;
-	int op = vrdma_sq_opcode(wr->opcode);
-	__u64 len;	/* vrdma_sqe_check() speaks uapi types */
-	int i;
+	uint32_t flags = 0;
 
-	if (op < 0 || wr->num_sge < 0)
-		return -EINVAL;
-
-	*flags = VRDMA_WQE_VALID;
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
-		*flags |= VRDMA_WQE_SIGNALED;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		*flags |= VRDMA_WQE_SOLICITED;
-	if (wr->send_flags & IBV_SEND_FENCE)
-		*flags |= VRDMA_WQE_FENCE;
+	if ((send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		flags |= VRDMA_WQE_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		flags |= VRDMA_WQE_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		flags |= VRDMA_WQE_FENCE;
 
 	sqe->opcode = op;
-	sqe->wr_id = wr->wr_id;
+	sqe->wr_id = wr_id;
 	sqe->num_sge = 0;
 	sqe->raddr = 0;
 	sqe->rkey = 0;
@@ -499,6 +794,148 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 	sqe->remote_qpn = 0;
 	sqe->remote_qkey = 0;
 	sqe->inline_len = 0;
+	return flags;
+}
+
+static int vrdma_sqe_set_atomic(struct vrdma_sqe *sqe, uint32_t rkey,
+				uint64_t raddr, uint64_t compare_add,
+				uint64_t swap)
+{
+	/* the remote word must be naturally aligned */
+	if (raddr & 7)
+		return -EINVAL;
+	sqe->raddr = raddr;
+	sqe->rkey = rkey;
+	sqe->compare_add = compare_add;
+	sqe->swap = swap;
+	return 0;
+}
+
+static int vrdma_sqe_set_ud(struct vrdma_sqe *sqe, struct ibv_ah *ah,
+			    uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	if (!ah)
+		return -EINVAL;
+	sqe->ah = to_vah(ah)->ah_num;
+	sqe->remote_qpn = remote_qpn;
+	sqe->remote_qkey = remote_qkey;
+	return 0;
+}
+
+/* Append @len bytes at @addr to the inline payload (*flags has INLINE). */
+static int vrdma_sqe_add_inline(struct vrdma_context *ctx,
+				struct vrdma_sqe *sqe, const void *addr,
+				size_t len)
+{
+	/* keeps the copy inside sge[] */
+	if (len > ctx->max_inline - sqe->inline_len)
+		return -EINVAL;
+	memcpy((uint8_t *)sqe->sge + sqe->inline_len, addr, len);
+	sqe->inline_len += len;
+	return 0;
+}
+
+static int vrdma_sqe_add_sge(struct vrdma_context *ctx, struct vrdma_sqe *sqe,
+			     uint64_t addr, uint32_t length, uint32_t lkey)
+{
+	/* keeps the copy inside sge[] */
+	if (sqe->num_sge >= ctx->max_sge || sqe->num_sge >= VRDMA_MAX_SGE)
+		return -EINVAL;
+	sqe->sge[sqe->num_sge].addr = addr;
+	sqe->sge[sqe->num_sge].length = length;
+	sqe->sge[sqe->num_sge].lkey = lkey;
+	sqe->num_sge++;
+	return 0;
+}
+
+static int vrdma_sqe_finish(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
+			    uint32_t flags)
+{
+	int ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
+	__u64 len;	/* vrdma_sqe_check() speaks uapi types */
+
+	/* the kernel's own check, run again when it takes the slot */
+	if (vrdma_sqe_check(sqe, flags, ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC,
+			    0, &len) != VRDMA_SQE_OK)
+		return -EINVAL;
+	atomic_store_explicit((_Atomic(uint32_t) *)&sqe->flags,
+			      flags & ~VRDMA_WQE_VALID, memory_order_relaxed);
+	return 0;
+}
+
+/*
+ * The free slot for the @n-th SQE built from sq.head on, or NULL when the
+ * send queue is full (the kernel still owns it, or @n went round).
+ */
+static struct vrdma_sqe *vrdma_sq_next(struct vrdma_qp *qp, uint32_t n)
+{
+	struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, qp->sq.head + n);
+
+	if (n >= qp->sq.num_slots ||
+	    (vrdma_slot_flags(sqe) & VRDMA_WQE_VALID))
+		return NULL;
+	return sqe;
+}
+
+static int vrdma_ring_doorbell(struct vrdma_qp *qp)
+{
+	ssize_t n = write(qp->vqp.qp.context->cmd_fd, &qp->db_req,
+			  sizeof(qp->db_req));
+
+	return n == sizeof(qp->db_req) ? 0 : errno;
+}
+
+/*
+ * Publish the @n SQEs built and finished from sq.head on, in order, and
+ * ring the doorbell if the kernel may be idle; sq.lock held. Returns 0 or
+ * the doorbell's errno (the SQEs are posted either way).
+ */
+static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
+{
+	uint32_t start = qp->sq.head, i;
+	bool idle = true;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, start + i);
+
+		vrdma_slot_set(sqe, sqe->flags | VRDMA_WQE_VALID);
+	}
+	qp->sq.head += n;
+
+	/*
+	 * Had the kernel finished everything posted before (then it may be
+	 * idle, and must be told)? Asked after publishing the new WQEs, with
+	 * a full fence: the kernel clears a finished slot, fences, then looks
+	 * for new WQEs, so either it sees ours or we see its cleared slot.
+	 * Asked before publishing, a completion in between left the new WQEs
+	 * unseen with no doorbell, for good.
+	 */
+	if (start) {
+		atomic_thread_fence(memory_order_seq_cst);
+		idle = !(vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
+			 VRDMA_WQE_VALID);
+	}
+	if (idle || n >= qp->sq.num_slots)
+		return vrdma_ring_doorbell(qp);
+	return 0;
+}
+
+/* Fill one SQE from @wr and finish it. */
+static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
+			   struct vrdma_sqe *sqe)
+{
+	struct vrdma_context *ctx = to_vctx(qp->vqp.qp.context);
+	int ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
+	int op = vrdma_sq_opcode(wr->opcode);
+	uint32_t flags;
+	int i, ret;
+
+	if (op < 0 || wr->num_sge < 0)
+		return -EINVAL;
+
+	flags = vrdma_sqe_init(qp, sqe, op, wr->wr_id, wr->send_flags);
 
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
@@ -521,13 +958,12 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		/* the remote word must be naturally aligned */
-		if (wr->wr.atomic.remote_addr & 7)
-			return -EINVAL;
-		sqe->raddr = wr->wr.atomic.remote_addr;
-		sqe->rkey = wr->wr.atomic.rkey;
-		sqe->compare_add = wr->wr.atomic.compare_add;
-		sqe->swap = wr->wr.atomic.swap;
+		ret = vrdma_sqe_set_atomic(sqe, wr->wr.atomic.rkey,
+					   wr->wr.atomic.remote_addr,
+					   wr->wr.atomic.compare_add,
+					   wr->wr.atomic.swap);
+		if (ret)
+			return ret;
 		break;
 	default:
 		break;
@@ -535,111 +971,344 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 	/* only a SEND has a UD address: elsewhere wr.ud aliases wr.rdma */
 	if (ud && (wr->opcode == IBV_WR_SEND ||
 		   wr->opcode == IBV_WR_SEND_WITH_IMM)) {
-		if (!wr->wr.ud.ah)
-			return -EINVAL;
-		sqe->ah = to_vah(wr->wr.ud.ah)->ah_num;
-		sqe->remote_qpn = wr->wr.ud.remote_qpn;
-		sqe->remote_qkey = wr->wr.ud.remote_qkey;
+		ret = vrdma_sqe_set_ud(sqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+				       wr->wr.ud.remote_qkey);
+		if (ret)
+			return ret;
 	}
 
 	if (wr->send_flags & IBV_SEND_INLINE &&
 	    wr->opcode != IBV_WR_RDMA_READ &&
 	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		uint8_t *dst = (uint8_t *)sqe->sge;
-		uint32_t bytes = 0;
-
+		flags |= VRDMA_WQE_INLINE;
 		for (i = 0; i < wr->num_sge; i++) {
-			uint32_t l = wr->sg_list[i].length;
-
-			/* keeps the copy inside sge[] */
-			if (l > ctx->max_inline - bytes)
-				return -EINVAL;
-			memcpy(dst + bytes,
-			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
-			bytes += l;
+			ret = vrdma_sqe_add_inline(ctx, sqe,
+				(void *)(uintptr_t)wr->sg_list[i].addr,
+				wr->sg_list[i].length);
+			if (ret)
+				return ret;
 		}
-		*flags |= VRDMA_WQE_INLINE;
-		sqe->inline_len = bytes;
 	} else {
-		/* keeps the copy inside sge[] */
-		if ((uint32_t)wr->num_sge > ctx->max_sge ||
-		    wr->num_sge > VRDMA_MAX_SGE)
-			return -EINVAL;
 		for (i = 0; i < wr->num_sge; i++) {
-			sqe->sge[i].addr = wr->sg_list[i].addr;
-			sqe->sge[i].length = wr->sg_list[i].length;
-			sqe->sge[i].lkey = wr->sg_list[i].lkey;
+			ret = vrdma_sqe_add_sge(ctx, sqe, wr->sg_list[i].addr,
+						wr->sg_list[i].length,
+						wr->sg_list[i].lkey);
+			if (ret)
+				return ret;
 		}
-		sqe->num_sge = wr->num_sge;
 	}
-
-	/* the kernel's own check, run again when it takes the slot */
-	if (vrdma_sqe_check(sqe, *flags, ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC,
-			    0, &len) != VRDMA_SQE_OK)
-		return -EINVAL;
-	return 0;
-}
-
-static int vrdma_ring_doorbell(struct vrdma_qp *qp)
-{
-	ssize_t n = write(qp->ibv_qp.context->cmd_fd, &qp->db_req,
-			  sizeof(qp->db_req));
-
-	return n == sizeof(qp->db_req) ? 0 : errno;
+	return vrdma_sqe_finish(qp, sqe, flags);
 }
 
 static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
-	uint32_t start, posted = 0;
-	bool idle = true;
-	int ret = 0;
+	uint32_t n = 0;
+	int ret = 0, db;
 
 	pthread_spin_lock(&qp->sq.lock);
-	start = qp->sq.head;
-	for (; wr; wr = wr->next) {
-		struct vrdma_sqe *sqe = vrdma_ring_slot(&qp->sq, qp->sq.head);
-		uint32_t flags;
+	for (; wr; wr = wr->next, n++) {
+		struct vrdma_sqe *sqe = vrdma_sq_next(qp, n);
 
-		if (vrdma_slot_flags(sqe) & VRDMA_WQE_VALID) {
+		if (!sqe) {
 			ret = ENOMEM;	/* send queue full */
 			break;
 		}
-		ret = -vrdma_build_sqe(qp, wr, sqe, &flags);
+		ret = -vrdma_build_sqe(qp, wr, sqe);
 		if (ret)
 			break;
-		vrdma_slot_set(sqe, flags);
-		qp->sq.head++;
-		posted++;
 	}
 	if (ret)
 		*bad_wr = wr;
-
-	/*
-	 * Had the kernel finished everything posted before (then it may be
-	 * idle, and must be told)? Asked after publishing the new WQEs, with
-	 * a full fence: the kernel clears a finished slot, fences, then looks
-	 * for new WQEs, so either it sees ours or we see its cleared slot.
-	 * Asked before publishing, a completion in between left the new WQEs
-	 * unseen with no doorbell, for good.
-	 */
-	if (posted && start) {
-		atomic_thread_fence(memory_order_seq_cst);
-		idle = !(vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
-			 VRDMA_WQE_VALID);
-	}
-	if (posted && (idle || posted >= qp->sq.num_slots)) {
-		int db = vrdma_ring_doorbell(qp);
-
-		if (db && !ret) {
-			ret = db;
-			*bad_wr = wr;
-		}
+	db = vrdma_sq_publish(qp, n);
+	if (db && !ret) {
+		ret = db;
+		*bad_wr = wr;	/* NULL: every WR was posted */
 	}
 	pthread_spin_unlock(&qp->sq.lock);
 	return ret;
+}
+
+/*
+ * The ibv_wr_* calls build into the same slots, between wr_start and
+ * wr_complete with sq.lock held: each operation call starts an SQE (and
+ * finishes the one before), the setters fill its data. wr_complete
+ * finishes the last and publishes them all like post_send; after an error
+ * it publishes none and returns it. wr_abort publishes none.
+ */
+static void vrdma_wr_fail(struct vrdma_qp *qp, int err)
+{
+	if (!qp->wr_err)
+		qp->wr_err = err;
+}
+
+static void vrdma_wr_finish_cur(struct vrdma_qp *qp)
+{
+	struct vrdma_sqe *sqe = qp->wr_cur;
+	int ret;
+
+	if (!sqe)
+		return;
+	qp->wr_cur = NULL;
+	if (qp->wr_err)
+		return;
+	/* only a SEND has a UD address */
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !qp->wr_ud_addr)
+		ret = -EINVAL;
+	else
+		ret = vrdma_sqe_finish(qp, sqe, qp->wr_cur_flags);
+	if (ret)
+		vrdma_wr_fail(qp, -ret);
+	else
+		qp->wr_n++;
+}
+
+/* The next SQE, of opcode @op; NULL after an error. */
+static struct vrdma_sqe *vrdma_wr_new(struct ibv_qp_ex *ibqp, uint8_t op)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+	struct vrdma_sqe *sqe;
+
+	vrdma_wr_finish_cur(qp);
+	if (qp->wr_err)
+		return NULL;
+	sqe = vrdma_sq_next(qp, qp->wr_n);
+	if (!sqe) {
+		vrdma_wr_fail(qp, ENOMEM);	/* send queue full */
+		return NULL;
+	}
+	qp->wr_cur_flags = vrdma_sqe_init(qp, sqe, op, ibqp->wr_id,
+					  ibqp->wr_flags);
+	qp->wr_ud_addr = false;
+	qp->wr_cur = sqe;
+	return sqe;
+}
+
+static void vrdma_wr_start(struct ibv_qp_ex *ibqp)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+
+	pthread_spin_lock(&qp->sq.lock);
+	qp->wr_n = 0;
+	qp->wr_cur = NULL;
+	qp->wr_err = 0;
+}
+
+static int vrdma_wr_complete(struct ibv_qp_ex *ibqp)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+	int ret;
+
+	vrdma_wr_finish_cur(qp);
+	ret = qp->wr_err;
+	if (!ret)
+		ret = vrdma_sq_publish(qp, qp->wr_n);
+	pthread_spin_unlock(&qp->sq.lock);
+	return ret;
+}
+
+static void vrdma_wr_abort(struct ibv_qp_ex *ibqp)
+{
+	/* nothing was published: sq.head has not moved */
+	pthread_spin_unlock(&to_vqp_ex(ibqp)->sq.lock);
+}
+
+static void vrdma_wr_send(struct ibv_qp_ex *ibqp)
+{
+	vrdma_wr_new(ibqp, VRDMA_OP_SEND);
+}
+
+static void vrdma_wr_send_imm(struct ibv_qp_ex *ibqp, __be32 imm_data)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_SEND_WITH_IMM);
+
+	if (sqe)
+		sqe->ex = imm_data;
+}
+
+static void vrdma_wr_send_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_SEND_WITH_INV);
+
+	if (sqe)
+		sqe->ex = invalidate_rkey;
+}
+
+static void vrdma_wr_rdma(struct ibv_qp_ex *ibqp, uint8_t op, uint32_t rkey,
+			  uint64_t remote_addr, uint32_t ex)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, op);
+
+	if (!sqe)
+		return;
+	sqe->raddr = remote_addr;
+	sqe->rkey = rkey;
+	sqe->ex = ex;
+}
+
+static void vrdma_wr_rdma_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				uint64_t remote_addr)
+{
+	vrdma_wr_rdma(ibqp, VRDMA_OP_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void vrdma_wr_rdma_write_imm(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				    uint64_t remote_addr, __be32 imm_data)
+{
+	vrdma_wr_rdma(ibqp, VRDMA_OP_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+		      (__u32)imm_data);
+}
+
+static void vrdma_wr_rdma_read(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	vrdma_wr_rdma(ibqp, VRDMA_OP_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void vrdma_wr_atomic(struct ibv_qp_ex *ibqp, uint8_t op, uint32_t rkey,
+			    uint64_t remote_addr, uint64_t compare_add,
+			    uint64_t swap)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, op);
+	int ret;
+
+	if (!sqe)
+		return;
+	ret = vrdma_sqe_set_atomic(sqe, rkey, remote_addr, compare_add, swap);
+	if (ret)
+		vrdma_wr_fail(to_vqp_ex(ibqp), -ret);
+}
+
+static void vrdma_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	vrdma_wr_atomic(ibqp, VRDMA_OP_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+			compare, swap);
+}
+
+static void vrdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	vrdma_wr_atomic(ibqp, VRDMA_OP_ATOMIC_FETCH_AND_ADD, rkey, remote_addr,
+			add, 0);
+}
+
+/* The SQE a setter fills, its data reset; NULL without one or after an error. */
+static struct vrdma_sqe *vrdma_wr_data(struct vrdma_qp *qp, bool inl)
+{
+	struct vrdma_sqe *sqe = qp->wr_cur;
+
+	if (qp->wr_err)
+		return NULL;
+	if (!sqe) {
+		vrdma_wr_fail(qp, EINVAL);	/* a setter before any operation */
+		return NULL;
+	}
+	sqe->num_sge = 0;
+	sqe->inline_len = 0;
+	if (inl)
+		qp->wr_cur_flags |= VRDMA_WQE_INLINE;
+	else
+		qp->wr_cur_flags &= ~VRDMA_WQE_INLINE;
+	return sqe;
+}
+
+static void vrdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+	int ret;
+
+	if (qp->wr_err || !qp->wr_cur || qp->vqp.qp.qp_type != IBV_QPT_UD)
+		return;
+	ret = vrdma_sqe_set_ud(qp->wr_cur, ah, remote_qpn, remote_qkey);
+	if (ret)
+		vrdma_wr_fail(qp, -ret);
+	else
+		qp->wr_ud_addr = true;
+}
+
+static void vrdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
+				  const struct ibv_sge *sg_list)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+	struct vrdma_context *ctx = to_vctx(qp->vqp.qp.context);
+	struct vrdma_sqe *sqe = vrdma_wr_data(qp, false);
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; sqe && !ret && i < num_sge; i++)
+		ret = vrdma_sqe_add_sge(ctx, sqe, sg_list[i].addr,
+					sg_list[i].length, sg_list[i].lkey);
+	if (ret)
+		vrdma_wr_fail(qp, -ret);
+}
+
+static void vrdma_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	vrdma_wr_set_sge_list(ibqp, 1, &sge);
+}
+
+static void vrdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
+					  size_t num_buf,
+					  const struct ibv_data_buf *buf_list)
+{
+	struct vrdma_qp *qp = to_vqp_ex(ibqp);
+	struct vrdma_context *ctx = to_vctx(qp->vqp.qp.context);
+	struct vrdma_sqe *sqe = vrdma_wr_data(qp, true);
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; sqe && !ret && i < num_buf; i++)
+		ret = vrdma_sqe_add_inline(ctx, sqe, buf_list[i].addr,
+					   buf_list[i].length);
+	if (ret)
+		vrdma_wr_fail(qp, -ret);
+}
+
+static void vrdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
+				     size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	vrdma_wr_set_inline_data_list(ibqp, 1, &buf);
+}
+
+static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops)
+{
+	struct ibv_qp_ex *ex = &qp->vqp.qp_ex;
+
+	if (ops & IBV_QP_EX_WITH_SEND)
+		ex->wr_send = vrdma_wr_send;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		ex->wr_send_imm = vrdma_wr_send_imm;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		ex->wr_send_inv = vrdma_wr_send_inv;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		ex->wr_rdma_write = vrdma_wr_rdma_write;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		ex->wr_rdma_write_imm = vrdma_wr_rdma_write_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_READ)
+		ex->wr_rdma_read = vrdma_wr_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		ex->wr_atomic_cmp_swp = vrdma_wr_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		ex->wr_atomic_fetch_add = vrdma_wr_atomic_fetch_add;
+
+	ex->wr_set_ud_addr = vrdma_wr_set_ud_addr;
+	ex->wr_set_sge = vrdma_wr_set_sge;
+	ex->wr_set_sge_list = vrdma_wr_set_sge_list;
+	ex->wr_set_inline_data = vrdma_wr_set_inline_data;
+	ex->wr_set_inline_data_list = vrdma_wr_set_inline_data_list;
+	ex->wr_start = vrdma_wr_start;
+	ex->wr_complete = vrdma_wr_complete;
+	ex->wr_abort = vrdma_wr_abort;
 }
 
 static int vrdma_post_rqe(struct vrdma_ring *rq, struct ibv_context *ibctx,
@@ -753,7 +1422,9 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.async_event = vrdma_async_event,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
+	.create_cq_ex = vrdma_create_cq_ex,
 	.create_qp = vrdma_create_qp,
+	.create_qp_ex = vrdma_create_qp_ex,
 	.create_srq = vrdma_create_srq,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dereg_mr = vrdma_dereg_mr,

@@ -31,6 +31,17 @@ struct vrdma_ucmd_create_cq_resp {
 	struct vrdma_create_cq_resp drv;
 };
 
+/* ibv_create_cq_ex: the same driver command and response */
+struct vrdma_ucmd_create_cq_ex {
+	struct ibv_create_cq_ex ibv_cmd;
+	struct vrdma_create_cq_cmd drv;
+};
+
+struct vrdma_ucmd_create_cq_ex_resp {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
+	struct vrdma_create_cq_resp drv;
+};
+
 struct vrdma_ucmd_resize_cq_resp {
 	struct ib_uverbs_resize_cq_resp ibv_resp;
 	struct vrdma_resize_cq_resp drv;
@@ -82,10 +93,12 @@ struct vrdma_ring {
 };
 
 struct vrdma_cq {
-	struct ibv_cq ibv_cq;
+	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex from create_cq_ex */
 	uint32_t cq_id;
 	struct vrdma_ring ring;
 	struct vrdma_cq_ctrl *ctrl;
+	/* start_poll..end_poll (ring.lock held): the CQE being read */
+	struct vrdma_cqe *cur;
 };
 
 struct vrdma_srq {
@@ -94,7 +107,7 @@ struct vrdma_srq {
 };
 
 struct vrdma_qp {
-	struct ibv_qp ibv_qp;
+	struct verbs_qp vqp;		/* ibv_qp, or ibv_qp_ex from create_qp_ex */
 	uint32_t qp_id;
 	int sq_sig_all;
 	struct vrdma_ring sq;
@@ -105,6 +118,17 @@ struct vrdma_qp {
 	/* send doorbell: a zero-WR post_send on the write() path */
 	struct ibv_post_send db_req;
 	struct ib_uverbs_post_send_resp db_resp;
+	/*
+	 * ibv_wr_*, between wr_start and wr_complete/wr_abort (sq.lock held):
+	 * wr_n SQEs built from sq.head on, not yet published; the last one,
+	 * wr_cur, not yet checked; wr_err the first error, which makes
+	 * wr_complete discard them all.
+	 */
+	uint32_t wr_n;
+	struct vrdma_sqe *wr_cur;
+	uint32_t wr_cur_flags;		/* its flags word, VALID clear */
+	bool wr_ud_addr;		/* wr_set_ud_addr() for wr_cur */
+	int wr_err;
 };
 
 struct vrdma_ah {
@@ -123,12 +147,22 @@ static inline struct vrdma_context *to_vctx(struct ibv_context *ctx)
 
 static inline struct vrdma_cq *to_vcq(struct ibv_cq *cq)
 {
-	return container_of(cq, struct vrdma_cq, ibv_cq);
+	return container_of(cq, struct vrdma_cq, vcq.cq);
+}
+
+static inline struct vrdma_cq *to_vcq_ex(struct ibv_cq_ex *cq)
+{
+	return container_of(cq, struct vrdma_cq, vcq.cq_ex);
 }
 
 static inline struct vrdma_qp *to_vqp(struct ibv_qp *qp)
 {
-	return container_of(qp, struct vrdma_qp, ibv_qp);
+	return container_of(qp, struct vrdma_qp, vqp.qp);
+}
+
+static inline struct vrdma_qp *to_vqp_ex(struct ibv_qp_ex *qp)
+{
+	return container_of(qp, struct vrdma_qp, vqp.qp_ex);
 }
 
 static inline struct vrdma_srq *to_vsrq(struct ibv_srq *srq)

@@ -12,8 +12,10 @@
 //   permission) with the QP entering ERR and later WRs flushed, RNR
 //   (rnr_retry 0 fails, 7 waits for a late receive), LOC_LEN_ERR on a too
 //   small receive, solicited events (a receive CQ armed for solicited
-//   completions only wakes for IBV_SEND_SOLICITED or an error), and retry
-//   exhaustion when the peer vanished.
+//   completions only wakes for IBV_SEND_SOLICITED or an error), retry
+//   exhaustion when the peer vanished, and the extended verbs: CQs from
+//   ibv_create_cq_ex polled with start/next/end_poll, posting through
+//   ibv_wr_* on an ibv_create_qp_ex QP, and what both refuse.
 //
 //   vrdma_dp_test --dev NAME --gid IDX [--port P] [--big MB] [--gig]
 //                 [--only NAME[,NAME...]] [--no-errors] (server)
@@ -282,6 +284,8 @@ struct Params {
 	bool sig_all = true;
 	uint32_t depth = 256;
 	bool channel = false;		// server's receive CQ on a completion channel
+	uint64_t wc_flags = 0;		// != 0: both CQs from ibv_create_cq_ex
+	uint64_t send_ops = 0;		// != 0: the client's QP from ibv_create_qp_ex
 };
 
 struct Pair {
@@ -289,9 +293,22 @@ struct Pair {
 	ibv_srq *srq = nullptr;
 	ibv_qp *qp = nullptr;
 	ibv_comp_channel *ch = nullptr;
+	ibv_cq_ex *scx = nullptr, *rcx = nullptr;	// Params::wc_flags
+	ibv_qp_ex *qpx = nullptr;			// Params::send_ops, client
 	Info me{}, peer{};
 	uint32_t max_inline = 0;
 };
+
+// ibv_create_cq_ex with @wc_flags; nullptr and errno on failure.
+ibv_cq_ex *cq_ex(int cqe, uint64_t wc_flags, ibv_comp_channel *ch = nullptr)
+{
+	ibv_cq_init_attr_ex ca{};
+
+	ca.cqe = cqe;
+	ca.channel = ch;
+	ca.wc_flags = wc_flags;
+	return ibv_create_cq_ex(d.ctx, &ca);
+}
 
 void qp_rts(Pair &p, const Params &pa)
 {
@@ -344,8 +361,17 @@ Pair make_pair(const Params &pa)
 			die("create comp channel");
 		fcntl(p.ch->fd, F_SETFL, fcntl(p.ch->fd, F_GETFL) | O_NONBLOCK);
 	}
-	p.scq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, nullptr, 0);
-	p.rcq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, p.ch, 0);
+	if (pa.wc_flags) {
+		p.scx = cq_ex(pa.depth * 2, pa.wc_flags);
+		p.rcx = cq_ex(pa.depth * 2, pa.wc_flags, p.ch);
+		if (!p.scx || !p.rcx)
+			die("create cq ex");
+		p.scq = ibv_cq_ex_to_cq(p.scx);
+		p.rcq = ibv_cq_ex_to_cq(p.rcx);
+	} else {
+		p.scq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, nullptr, 0);
+		p.rcq = ibv_create_cq(d.ctx, pa.depth * 2, nullptr, p.ch, 0);
+	}
 	if (!p.scq || !p.rcq)
 		die("create cq");
 	if (pa.srq && o.server()) {
@@ -367,7 +393,27 @@ Pair make_pair(const Params &pa)
 	ia.cap.max_send_sge = 4;
 	ia.cap.max_recv_sge = 4;
 	ia.cap.max_inline_data = 64;
-	p.qp = ibv_create_qp(d.pd, &ia);
+	if (pa.send_ops && !o.server()) {
+		ibv_qp_init_attr_ex ie{};
+
+		ie.send_cq = ia.send_cq;
+		ie.recv_cq = ia.recv_cq;
+		ie.qp_type = ia.qp_type;
+		ie.sq_sig_all = ia.sq_sig_all;
+		ie.cap = ia.cap;
+		ie.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ie.pd = d.pd;
+		ie.send_ops_flags = pa.send_ops;
+		p.qp = ibv_create_qp_ex(d.ctx, &ie);
+		if (!p.qp)
+			die("create qp ex");
+		ia.cap = ie.cap;
+		p.qpx = ibv_qp_to_qp_ex(p.qp);
+		if (!p.qpx)
+			die("ibv_qp_to_qp_ex");
+	} else {
+		p.qp = ibv_create_qp(d.pd, &ia);
+	}
 	if (!p.qp)
 		die("create qp");
 	p.max_inline = ia.cap.max_inline_data;
@@ -1447,6 +1493,477 @@ void c_solicited()
 	drop_pair(p);
 }
 
+// ---- extended verbs ----------------------------------------------------
+
+// One completion read through the ibv_cq_ex accessors.
+struct Wcx {
+	uint64_t wr_id;
+	ibv_wc_status status;
+	ibv_wc_opcode opcode;
+	uint32_t byte_len, imm, qp_num, src_qp;
+	unsigned int wc_flags;
+	uint32_t slid;
+	uint8_t sl, dlid_path_bits;
+	uint32_t vendor_err;
+};
+
+Wcx wcx_read(ibv_cq_ex *cq)
+{
+	Wcx w{};
+
+	w.wr_id = cq->wr_id;
+	w.status = cq->status;
+	w.opcode = ibv_wc_read_opcode(cq);
+	w.vendor_err = ibv_wc_read_vendor_err(cq);
+	w.byte_len = ibv_wc_read_byte_len(cq);
+	w.wc_flags = ibv_wc_read_wc_flags(cq);
+	w.imm = w.wc_flags & IBV_WC_WITH_IMM ? ntohl(ibv_wc_read_imm_data(cq)) : 0;
+	w.qp_num = ibv_wc_read_qp_num(cq);
+	w.src_qp = ibv_wc_read_src_qp(cq);
+	w.slid = ibv_wc_read_slid(cq);
+	w.sl = ibv_wc_read_sl(cq);
+	w.dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	return w;
+}
+
+// Up to @n completions through start_poll/next_poll/end_poll within @ms,
+// each start_poll..end_poll round taking what is there.
+std::vector<Wcx> poll_ex(ibv_cq_ex *cq, int n, int ms = 60000)
+{
+	auto until = Clock::now() + std::chrono::milliseconds(ms);
+	std::vector<Wcx> out;
+	ibv_poll_cq_attr pa{};
+
+	while ((int)out.size() < n) {
+		int r = ibv_start_poll(cq, &pa);
+
+		if (r == ENOENT) {
+			if (Clock::now() > until)
+				break;
+			std::this_thread::yield();
+			continue;
+		}
+		if (r)
+			die("ibv_start_poll");
+		do {
+			out.push_back(wcx_read(cq));
+		} while ((int)out.size() < n && !(r = ibv_next_poll(cq)));
+		if (r && r != ENOENT)
+			die("ibv_next_poll");
+		ibv_end_poll(cq);
+	}
+	return out;
+}
+
+constexpr uint64_t WCX_FLAGS =
+	IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+	IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+	IBV_WC_EX_WITH_DLID_PATH_BITS;
+
+// Extended CQs on both sides, fed by ibv_post_send: SEND, SEND_WITH_IMM,
+// WRITE_WITH_IMM and READ read through the ibv_wc_read_* accessors; then
+// ibv_poll_cq on the same CQs still works.
+void c_cq_ex()
+{
+	const uint32_t len[] = {100, 200, 300, 400};
+	Pair p = make_pair({.wc_flags = WCX_FLAGS});
+	uint8_t *sb = d.buf, *rb = d.buf + 0x10000, *wb = d.buf + 0x20000;
+	uint8_t *gb = d.buf + 0x30000;	// READ: the server's pattern, the client's landing
+	ibv_poll_cq_attr pa{};
+
+	check(ibv_start_poll(p.scx, &pa) == ENOENT, "start_poll on an empty CQ: ENOENT");
+	if (o.server()) {
+		std::memset(d.buf, 0, 0x40000);
+		fill(gb, len[3], 93);
+		post_recv(p, 500, rb, 4096);
+		post_recv(p, 501, rb + 4096, 4096);
+		post_recv(p, 502, rb + 8192, 64);
+		sync_peer();
+		auto w = poll_ex(p.rcx, 3);
+		check(w.size() == 3, "3 receive completions through start/next/end_poll (got %zu)",
+		      w.size());
+		const ibv_wc_opcode op[] = {IBV_WC_RECV, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM};
+		const uint32_t imm[] = {0, 0xc0ffee01, 0xc0ffee02};
+		for (size_t i = 0; i < w.size(); i++) {
+			bool has_imm = i > 0;
+			check(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == 500 + i &&
+			      w[i].opcode == op[i] && w[i].byte_len == len[i] &&
+			      w[i].qp_num == p.qp->qp_num && w[i].src_qp == p.peer.qpn,
+			      "recv %zu: status %d wr_id %" PRIu64 " opcode %d byte_len %u qp_num %u src_qp %u",
+			      i, w[i].status, w[i].wr_id, w[i].opcode, w[i].byte_len, w[i].qp_num,
+			      w[i].src_qp);
+			check(!!(w[i].wc_flags & IBV_WC_WITH_IMM) == has_imm &&
+			      !(w[i].wc_flags & IBV_WC_WITH_INV) && w[i].imm == imm[i],
+			      "recv %zu: wc_flags 0x%x, imm 0x%x", i, w[i].wc_flags, w[i].imm);
+			check(w[i].vendor_err == 0 && w[i].slid == 0 && w[i].dlid_path_bits == 0,
+			      "recv %zu: vendor_err, slid, dlid_path_bits 0", i);
+		}
+		check(verify(rb, len[0], 90) < 0 && verify(rb + 4096, len[1], 91) < 0,
+		      "SEND / SEND_WITH_IMM data verified");
+		check(verify(wb, len[2], 92) < 0, "WRITE_WITH_IMM data verified");
+		// then plain ibv_poll_cq on the extended CQ
+		post_recv(p, 510, rb, 4096);
+		sync_peer();
+		ibv_wc wc;
+		bool ok = wait_one(p.rcq, wc, IBV_WC_SUCCESS, IBV_WC_RECV);
+		check(ok && wc.wr_id == 510 && wc.byte_len == 77 &&
+		      (wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0xc0ffee03,
+		      "ibv_poll_cq on an extended CQ: RECV wr_id %" PRIu64 " byte_len %u imm 0x%x",
+		      wc.wr_id, wc.byte_len, ntohl(wc.imm_data));
+	} else {
+		sync_peer();
+		fill(sb, len[0], 90);
+		fill(sb + 4096, len[1], 91);
+		fill(sb + 8192, len[2], 92);
+		std::memset(gb, 0, len[3]);
+		ibv_sge s0{(uintptr_t)sb, len[0], d.mr->lkey};
+		ibv_sge s1{(uintptr_t)(sb + 4096), len[1], d.mr->lkey};
+		ibv_sge s2{(uintptr_t)(sb + 8192), len[2], d.mr->lkey};
+		ibv_sge s3{(uintptr_t)gb, len[3], d.mr->lkey};
+		ibv_send_wr w0 = mkwr(IBV_WR_SEND, 0, &s0, 1);
+		ibv_send_wr w1 = mkwr(IBV_WR_SEND_WITH_IMM, 1, &s1, 1);
+		ibv_send_wr w2 = mkwr(IBV_WR_RDMA_WRITE_WITH_IMM, 2, &s2, 1);
+		ibv_send_wr w3 = mkwr(IBV_WR_RDMA_READ, 3, &s3, 1);
+		w1.imm_data = htonl(0xc0ffee01);
+		w2.imm_data = htonl(0xc0ffee02);
+		w2.wr.rdma.remote_addr = p.peer.addr + 0x20000;
+		w2.wr.rdma.rkey = p.peer.rkey;
+		w3.wr.rdma.remote_addr = p.peer.addr + 0x30000;
+		w3.wr.rdma.rkey = p.peer.rkey;
+		w0.next = &w1;
+		w1.next = &w2;
+		w2.next = &w3;
+		post_send(p.qp, w0);
+		auto w = poll_ex(p.scx, 4);
+		check(w.size() == 4, "4 send completions through start/next/end_poll (got %zu)",
+		      w.size());
+		const ibv_wc_opcode op[] = {IBV_WC_SEND, IBV_WC_SEND, IBV_WC_RDMA_WRITE,
+					    IBV_WC_RDMA_READ};
+		for (size_t i = 0; i < w.size(); i++)
+			check(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == i &&
+			      w[i].opcode == op[i] && w[i].qp_num == p.qp->qp_num &&
+			      !(w[i].wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) &&
+			      (op[i] != IBV_WC_RDMA_READ || w[i].byte_len == len[3]),
+			      "send %zu: status %d wr_id %" PRIu64 " opcode %d byte_len %u qp_num %u wc_flags 0x%x",
+			      i, w[i].status, w[i].wr_id, w[i].opcode, w[i].byte_len,
+			      w[i].qp_num, w[i].wc_flags);
+		check(verify(gb, len[3], 93) < 0, "READ data verified");
+		sync_peer();
+		ibv_sge s4{(uintptr_t)sb, 77, d.mr->lkey};
+		ibv_send_wr w4 = mkwr(IBV_WR_SEND_WITH_IMM, 4, &s4, 1);
+		w4.imm_data = htonl(0xc0ffee03);
+		post_send(p.qp, w4);
+		ibv_wc wc;
+		bool ok = wait_one(p.scq, wc, IBV_WC_SUCCESS, IBV_WC_SEND);
+		check(ok && wc.wr_id == 4, "ibv_poll_cq on an extended CQ: SEND wr_id %" PRIu64,
+		      wc.wr_id);
+	}
+	sync_peer();
+	drop_pair(p);
+}
+
+constexpr uint64_t RC_OPS =
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+
+// The client posts through ibv_wr_* on an extended QP: one batch of every
+// operation (SGE lists, inline data, atomics), the server checking data;
+// an aborted batch and batches that fail to build post nothing.
+void c_qp_ex()
+{
+	Pair p = make_pair({.send_ops = RC_OPS});
+	// server: receives at rb, WRITE targets at wb, READ source at gb,
+	// the atomic word at ab; client: sources at sb, READ landing at gb
+	uint8_t *sb = d.buf, *rb = d.buf + 0x10000, *wb = d.buf + 0x20000;
+	uint8_t *gb = d.buf + 0x30000;
+	uint64_t *ab = (uint64_t *)(d.buf + 0x38000);
+	uint64_t *res = (uint64_t *)(d.buf + 0x39000);	// client: atomic results
+	const uint32_t sg[] = {100, 2000, 50};		// the WRITE's gather list
+
+	if (o.server()) {
+		std::memset(d.buf, 0, 0x40000);
+		fill(gb, 5000, 83);
+		*ab = 1000;
+		const uint32_t want[] = {1000, 40, 64, 0, 33, 44};
+		for (int i = 0; i < 6; i++)
+			post_recv(p, 600 + i, rb + 4096 * i, 4096);
+		sync_peer();
+		ibv_wc wc[8];
+		int got = poll(p.rcq, 6, wc);
+		check(got == 6, "6 receives (got %d): none from aborted or failed batches", got);
+		for (int i = 0; i < got; i++)
+			check(wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == 600u + i &&
+			      wc[i].byte_len == want[i] &&
+			      wc[i].opcode == (i == 2 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV),
+			      "recv %d: status %d opcode %d byte_len %u (want %u)", i,
+			      wc[i].status, wc[i].opcode, wc[i].byte_len, want[i]);
+		if (got >= 3)
+			check((wc[0].wc_flags & IBV_WC_WITH_IMM) && ntohl(wc[0].imm_data) == 0xfeed0001 &&
+			      (wc[2].wc_flags & IBV_WC_WITH_IMM) && ntohl(wc[2].imm_data) == 0xfeed0002,
+			      "wr_send_imm / wr_rdma_write_imm immediates 0x%x 0x%x",
+			      ntohl(wc[0].imm_data), ntohl(wc[2].imm_data));
+		check(verify(rb, 1000, 80) < 0, "wr_send_imm + wr_set_sge: data verified");
+		long bad = -1;
+		size_t off = 0;
+		for (int i = 0; i < 3 && bad < 0; i++, off += sg[i - 1])
+			for (uint32_t j = 0; j < sg[i] && bad < 0; j++)
+				if (wb[off + j] != pat(81 + i, j))
+					bad = (long)(off + j);
+		check(bad < 0, "wr_rdma_write + wr_set_sge_list (3 SGEs): data verified (first bad %ld)",
+		      bad);
+		bool inl = true;
+		for (int i = 0; i < 40; i++)
+			inl = inl && rb[4096 + i] == (uint8_t)(0x40 + i);
+		check(inl, "wr_send + wr_set_inline_data: data verified");
+		inl = true;
+		for (int i = 0; i < 30; i++)
+			inl = inl && wb[0x4000 + i] == (uint8_t)(0x70 + i);
+		check(inl, "wr_rdma_write + wr_set_inline_data_list (10+20 B): data verified");
+		check(verify(wb + 0x6000, 64, 84) < 0, "wr_rdma_write_imm: data verified");
+		check(*ab == 0x5555, "FETCH_ADD then CMP_SWP left 0x%" PRIx64 " (want 0x5555)", *ab);
+	} else {
+		ibv_qp_ex *x = p.qpx;
+
+		sync_peer();
+		fill(sb, 1000, 80);
+		for (int i = 0; i < 3; i++)
+			fill(sb + 0x2000 + 0x1000 * i, sg[i], 81 + i);
+		fill(sb + 0x6000, 64, 84);
+		std::memset(gb, 0, 5000);
+		res[0] = res[1] = 0;
+		uint8_t inl[40], l1[10], l2[20];
+		for (int i = 0; i < 40; i++)
+			inl[i] = 0x40 + i;
+		for (int i = 0; i < 10; i++)
+			l1[i] = 0x70 + i;
+		for (int i = 0; i < 20; i++)
+			l2[i] = 0x7a + i;
+		ibv_sge list[3];
+		for (int i = 0; i < 3; i++)
+			list[i] = {(uintptr_t)(sb + 0x2000 + 0x1000 * i), sg[i], d.mr->lkey};
+		ibv_data_buf bufs[2] = {{l1, sizeof(l1)}, {l2, sizeof(l2)}};
+
+		ibv_wr_start(x);
+		x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 1;
+		ibv_wr_send_imm(x, htonl(0xfeed0001));
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)sb, 1000);
+		x->wr_id = 2;
+		ibv_wr_rdma_write(x, p.peer.rkey, p.peer.addr + 0x20000);
+		ibv_wr_set_sge_list(x, 3, list);
+		x->wr_id = 3;
+		ibv_wr_send(x);
+		ibv_wr_set_inline_data(x, inl, sizeof(inl));
+		std::memset(inl, 0, sizeof(inl));	// copied at the call
+		x->wr_id = 4;
+		ibv_wr_rdma_write(x, p.peer.rkey, p.peer.addr + 0x24000);
+		ibv_wr_set_inline_data_list(x, 2, bufs);
+		x->wr_id = 5;
+		ibv_wr_rdma_write_imm(x, p.peer.rkey, p.peer.addr + 0x26000, htonl(0xfeed0002));
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)(sb + 0x6000), 64);
+		x->wr_id = 6;
+		ibv_wr_rdma_read(x, p.peer.rkey, p.peer.addr + 0x30000);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)gb, 5000);
+		x->wr_id = 7;
+		ibv_wr_atomic_fetch_add(x, p.peer.rkey, p.peer.addr + 0x38000, 5);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)&res[0], 8);
+		x->wr_id = 8;
+		ibv_wr_atomic_cmp_swp(x, p.peer.rkey, p.peer.addr + 0x38000, 1005, 0x5555);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)&res[1], 8);
+		x->wr_id = 9;
+		ibv_wr_send(x);
+		ibv_wr_set_sge_list(x, 0, nullptr);
+		int rc = ibv_wr_complete(x);
+		check(rc == 0, "a batch of 9 (SEND_IMM, WRITE x3, SEND x2, READ, atomics): wr_complete %d",
+		      rc);
+		ibv_wc wc[16];
+		int got = poll(p.scq, 9, wc);
+		const ibv_wc_opcode op[] = {IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_SEND,
+					    IBV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
+					    IBV_WC_FETCH_ADD, IBV_WC_COMP_SWAP, IBV_WC_SEND};
+		bool ok = got == 9;
+		for (int i = 0; i < got; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != (uint64_t)i + 1 ||
+			    wc[i].opcode != op[i])
+				diag("completion %d: status %s wr_id %" PRIu64 " opcode %d", i,
+				     ibv_wc_status_str(wc[i].status), wc[i].wr_id, wc[i].opcode);
+			ok = ok && wc[i].status == IBV_WC_SUCCESS &&
+			     wc[i].wr_id == (uint64_t)i + 1 && wc[i].opcode == op[i];
+		}
+		check(ok, "9 completions, in order, with their opcodes (got %d)", got);
+		check(got == 9 && wc[5].byte_len == 5000 && verify(gb, 5000, 83) < 0,
+		      "wr_rdma_read: 5000 B, data verified");
+		check(res[0] == 1000 && res[1] == 1005,
+		      "wr_atomic_fetch_add returned %" PRIu64 ", wr_atomic_cmp_swp %" PRIu64,
+		      res[0], res[1]);
+
+		// aborted: nothing goes out
+		ibv_wr_start(x);
+		x->wr_id = 19;
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)sb, 99);
+		ibv_wr_abort(x);
+		// batches that cannot be built: the errno, nothing goes out
+		ibv_sge many[8];
+		for (int i = 0; i < 8; i++)
+			many[i] = {(uintptr_t)sb, 1, d.mr->lkey};
+		uint8_t big[256] = {};
+		struct Bad {
+			const char *what;
+			std::function<void()> build;
+		} bads[] = {
+			{"8 SGEs", [&] { ibv_wr_send(x); ibv_wr_set_sge_list(x, 8, many); }},
+			{"256 B inline", [&] { ibv_wr_send(x); ibv_wr_set_inline_data(x, big, 256); }},
+			{"a misaligned atomic", [&] {
+				ibv_wr_atomic_fetch_add(x, p.peer.rkey, p.peer.addr + 0x38004, 1);
+				ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)&res[0], 8); }},
+			{"an atomic into 16 B", [&] {
+				ibv_wr_atomic_fetch_add(x, p.peer.rkey, p.peer.addr + 0x38000, 1);
+				ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)&res[0], 16); }},
+			{"a READ with inline data", [&] {
+				ibv_wr_rdma_read(x, p.peer.rkey, p.peer.addr);
+				ibv_wr_set_inline_data(x, big, 8); }},
+		};
+		for (auto &b : bads) {
+			ibv_wr_start(x);
+			x->wr_id = 21;
+			ibv_wr_send(x);		// a good one first: discarded with the rest
+			ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)sb, 11);
+			x->wr_id = 22;
+			b.build();
+			rc = ibv_wr_complete(x);
+			check(rc == EINVAL, "%s: wr_complete %d (EINVAL), the batch discarded",
+			      b.what, rc);
+		}
+		x->wr_id = 30;
+		ibv_wr_start(x);
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)sb, 33);
+		x->wr_id = 31;
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, d.mr->lkey, (uintptr_t)sb, 44);
+		rc = ibv_wr_complete(x);
+		got = poll(p.scq, 3, wc, 2000);
+		check(rc == 0 && got == 2 && wc[0].wr_id == 30 && wc[1].wr_id == 31,
+		      "after them a batch of 2: only its completions (got %d, wr_id %" PRIu64 ")",
+		      got, got ? wc[0].wr_id : 0);
+	}
+	sync_peer();
+	drop_pair(p);
+}
+
+// What the extended verbs refuse: EOPNOTSUPP, nothing created.
+void c_ex_refuse()
+{
+	struct {
+		const char *what;
+		uint64_t wc_flags;
+		uint32_t mask, flags;
+	} cqs[] = {
+		{"IBV_WC_EX_WITH_COMPLETION_TIMESTAMP", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, 0},
+		{"IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK",
+		 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, 0, 0},
+		{"IBV_WC_EX_WITH_CVLAN", IBV_WC_EX_WITH_CVLAN, 0, 0},
+		{"IBV_WC_EX_WITH_FLOW_TAG", IBV_WC_EX_WITH_FLOW_TAG, 0, 0},
+		{"IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN", 0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN},
+		{"IBV_CQ_INIT_ATTR_MASK_PD", 0, IBV_CQ_INIT_ATTR_MASK_PD, 0},
+	};
+	for (auto &c : cqs) {
+		ibv_cq_init_attr_ex ca{};
+
+		ca.cqe = 16;
+		ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | c.wc_flags;
+		ca.comp_mask = c.mask;
+		ca.flags = c.flags;
+		ca.parent_domain = d.pd;
+		errno = 0;
+		ibv_cq_ex *cq = ibv_create_cq_ex(d.ctx, &ca);
+		check(!cq && errno == EOPNOTSUPP, "create_cq_ex with %s: %s", c.what,
+		      cq ? "created" : std::strerror(errno));
+		if (cq)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	}
+	{
+		ibv_cq_init_attr_ex ca{};
+
+		ca.cqe = 16;
+		ca.wc_flags = WCX_FLAGS;
+		ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+		ca.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+		ibv_cq_ex *cq = ibv_create_cq_ex(d.ctx, &ca);
+		check(cq, "create_cq_ex with every supported wc_flag and SINGLE_THREADED: %s",
+		      cq ? "created" : std::strerror(errno));
+		if (cq)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	}
+
+	ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+	if (!cq)
+		die("create cq");
+	auto qp_ex = [&](ibv_qp_type type, uint32_t mask, uint64_t ops, uint32_t cflags) {
+		ibv_qp_init_attr_ex ie{};
+
+		ie.send_cq = cq;
+		ie.recv_cq = cq;
+		ie.qp_type = type;
+		ie.cap.max_send_wr = ie.cap.max_recv_wr = 4;
+		ie.cap.max_send_sge = ie.cap.max_recv_sge = 1;
+		ie.comp_mask = IBV_QP_INIT_ATTR_PD | mask;
+		ie.pd = d.pd;
+		ie.send_ops_flags = ops;
+		ie.create_flags = cflags;
+		ie.max_tso_header = 64;
+		errno = 0;
+		return ibv_create_qp_ex(d.ctx, &ie);
+	};
+	struct {
+		const char *what;
+		ibv_qp_type type;
+		uint32_t mask;
+		uint64_t ops;
+		uint32_t cflags;
+	} qps[] = {
+		{"RC, IBV_QP_EX_WITH_BIND_MW", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW, 0},
+		{"RC, IBV_QP_EX_WITH_LOCAL_INV", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		 IBV_QP_EX_WITH_LOCAL_INV, 0},
+		{"RC, IBV_QP_EX_WITH_ATOMIC_WRITE", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		 IBV_QP_EX_WITH_ATOMIC_WRITE, 0},
+		{"UD, IBV_QP_EX_WITH_TSO", IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		 IBV_QP_EX_WITH_TSO, 0},
+		{"UD, IBV_QP_EX_WITH_RDMA_WRITE", IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE, 0},
+		{"RC, a create flag", IBV_QPT_RC, IBV_QP_INIT_ATTR_CREATE_FLAGS, 0,
+		 IBV_QP_CREATE_SCATTER_FCS},
+		{"RC, IBV_QP_INIT_ATTR_MAX_TSO_HEADER", IBV_QPT_RC,
+		 IBV_QP_INIT_ATTR_MAX_TSO_HEADER, 0, 0},
+	};
+	for (auto &q : qps) {
+		ibv_qp *qp = qp_ex(q.type, q.mask, q.ops, q.cflags);
+
+		check(!qp && errno == EOPNOTSUPP, "create_qp_ex %s: %s", q.what,
+		      qp ? "created" : std::strerror(errno));
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+	ibv_qp *qp = qp_ex(IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 0);
+	check(qp && ibv_qp_to_qp_ex(qp), "create_qp_ex UD with SEND, SEND_WITH_IMM: %s",
+	      qp ? "an ibv_qp_ex" : std::strerror(errno));
+	if (qp)
+		ibv_destroy_qp(qp);
+	qp = qp_ex(IBV_QPT_RC, IBV_QP_INIT_ATTR_CREATE_FLAGS, 0, 0);
+	check(qp && !ibv_qp_to_qp_ex(qp),
+	      "create_qp_ex RC without send_ops_flags: created, no ibv_qp_ex (%s)",
+	      qp ? "ok" : std::strerror(errno));
+	if (qp)
+		ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+}
+
 struct Case {
 	const char *name;
 	std::function<void()> fn;
@@ -1510,6 +2027,9 @@ int main(int argc, char **argv)
 		{"order", c_order, false},
 		{"large", c_large, false},
 		{"srq", c_srq, false},
+		{"cq_ex", c_cq_ex, false},
+		{"qp_ex", c_qp_ex, false},
+		{"ex_refuse", c_ex_refuse, false},
 		{"rem_errors", c_rem_errors, true},
 		{"err_after_read", c_err_after_read, true},
 		{"rnr", c_rnr, true},
