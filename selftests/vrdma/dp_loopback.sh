@@ -39,6 +39,17 @@ lb_setup() {
 	ip -n "$LB" -6 addr add "$LB2_IP6/64" dev "$LB2_IF" nodad
 	ip -n "$LB" link set "$LB1_IF" up
 	ip -n "$LB" link set "$LB2_IF" up
+	# modify_qp(RTR) resolves the peer's MAC (ib_resolve_eth_dmac) with a
+	# route bound to the QP's own netdev, so between two local devices it
+	# ARPs across the veth, within 1 s: on a loaded host the first try
+	# timed out. Static entries (as wire_single has) make it deterministic.
+	local m1 m2
+	m1=$(ip -n "$LB" -br link show "$LB1_IF" | awk '{ print $3 }')
+	m2=$(ip -n "$LB" -br link show "$LB2_IF" | awk '{ print $3 }')
+	ip -n "$LB" neigh replace "$LB2_IP" lladdr "$m2" dev "$LB1_IF" nud permanent
+	ip -n "$LB" neigh replace "$LB1_IP" lladdr "$m1" dev "$LB2_IF" nud permanent
+	ip -n "$LB" neigh replace "$LB2_IP6" lladdr "$m2" dev "$LB1_IF" nud permanent
+	ip -n "$LB" neigh replace "$LB1_IP6" lladdr "$m1" dev "$LB2_IF" nud permanent
 	run ip netns exec "$LB" rdma link add vrdma1 type vrdma netdev "$LB1_IF" || return 1
 	defer rdma link del vrdma1
 	run ip netns exec "$LB" rdma link add vrdma2 type vrdma netdev "$LB2_IF" || return 1

@@ -59,7 +59,10 @@ z1=$(zc)
 	ktap_fail "control: zcopy=0 pingpong ok=$ok, counter $z0 -> $z1"
 echo 1 >"$P/zcopy"
 
-# kill -9 with packets queued below the socket
+# kill -9 with packets queued below the socket. Swift would keep that queue
+# short (it backs off on the delay); the fixed 128-packet go-back-N window
+# fills it, as in dp_backpressure.sh.
+echo gbn >"$P/cc"
 ip netns exec "$H2" tc qdisc add dev "$H2_IF" root tbf rate 5mbit burst 16kb limit 2mb
 ip netns exec "$H1" ib_write_bw -d vrdma1 -x "$G1" -F -s 1048576 -D 30 >/dev/null 2>&1 &
 srv=$!
@@ -79,6 +82,7 @@ for _ in $(seq 1 40); do
 done
 kill -9 $cli $srv 2>/dev/null
 wait $cli $srv 2>/dev/null
+echo swift >"$P/cc"
 [ "$queued" -gt 0 ] && ktap_ok "kill -9 with ${queued} packets queued in tbf" ||
 	ktap_fail "kill -9: the qdisc never held the writer's packets"
 res_zero() { [ -z "$(rdma resource show qp 2>/dev/null | grep -E 'vrdma[12].*type RC')" ] &&
