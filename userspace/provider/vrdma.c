@@ -1001,12 +1001,39 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 	return vrdma_sqe_finish(qp, sqe, flags);
 }
 
+/*
+ * The QP's state for the posting checks: the kernel's (struct vrdma_rq_ctrl)
+ * where the RQ ring carries it, else the last one ibv_modify_qp set.
+ */
+static enum ibv_qp_state vrdma_qp_state(struct vrdma_qp *qp)
+{
+	if (qp->rq_ctrl)
+		return atomic_load_explicit((_Atomic(uint32_t) *)
+					    &qp->rq_ctrl->qp_state,
+					    memory_order_relaxed);
+	return qp->vqp.qp.state;
+}
+
+/* IBA C10-97.2.1 (as rxe): no send before RTS, no receive in RESET. */
+static bool vrdma_qp_can_send(struct vrdma_qp *qp)
+{
+	enum ibv_qp_state st = vrdma_qp_state(qp);
+
+	return st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR;
+}
+
 static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	uint32_t n = 0;
 	int ret = 0, db;
+
+	if (!vrdma_qp_can_send(qp)) {
+		*bad_wr = wr;
+		errno = EINVAL;
+		return errno;
+	}
 
 	pthread_spin_lock(&qp->sq.lock);
 	for (; wr; wr = wr->next, n++) {
@@ -1103,6 +1130,8 @@ static int vrdma_wr_complete(struct ibv_qp_ex *ibqp)
 
 	vrdma_wr_finish_cur(qp);
 	ret = qp->wr_err;
+	if (!ret && qp->wr_n && !vrdma_qp_can_send(qp))
+		ret = EINVAL;
 	if (!ret)
 		ret = vrdma_sq_publish(qp, qp->wr_n);
 	pthread_spin_unlock(&qp->sq.lock);
@@ -1353,6 +1382,11 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret;
 
 	if (qp->srq) {
+		*bad_wr = wr;
+		errno = EINVAL;
+		return errno;
+	}
+	if (vrdma_qp_state(qp) == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		errno = EINVAL;
 		return errno;
