@@ -302,6 +302,30 @@ static unsigned int vrdma_cqe_wc_flags(uint32_t flags)
 	return wc_flags;
 }
 
+/*
+ * The sl of a CQE. RoCE has no SL on the wire; for a UD receive with a GRH
+ * it reports the packet type as mlx5 does (PRM: bit 3 UDP, bits 2:0 the L3
+ * header: 1 IPv6, 2 IPv4), which UCX before 1.18 reads from wc.sl to find
+ * the destination GID in the GRH area: left at 0, it takes every IPv4
+ * datagram for IPv6 and drops it (its UD_VERBS_ETH_DGID_CHECK).
+ */
+#define VRDMA_SL_ROCE_UDP	0x8
+#define VRDMA_SL_ROCE_IPV6	0x1
+#define VRDMA_SL_ROCE_IPV4	0x2
+#define VRDMA_NET_IPV4		2	/* enum rdma_network_type */
+#define VRDMA_NET_IPV6		3
+
+static uint8_t vrdma_cqe_sl(const struct vrdma_cqe *cqe, uint32_t flags)
+{
+	if (!(flags & VRDMA_CQE_GRH))
+		return cqe->sl;
+	if (cqe->network_hdr_type == VRDMA_NET_IPV4)
+		return VRDMA_SL_ROCE_UDP | VRDMA_SL_ROCE_IPV4;
+	if (cqe->network_hdr_type == VRDMA_NET_IPV6)
+		return VRDMA_SL_ROCE_UDP | VRDMA_SL_ROCE_IPV6;
+	return cqe->sl;
+}
+
 static unsigned int vrdma_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
 {
 	return vrdma_cqe_wc_flags(to_vcq_ex(ibcq)->cur->flags);
@@ -315,7 +339,9 @@ static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *ibcq)
 
 static uint8_t vrdma_wc_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return to_vcq_ex(ibcq)->cur->sl;
+	struct vrdma_cqe *cqe = to_vcq_ex(ibcq)->cur;
+
+	return vrdma_cqe_sl(cqe, cqe->flags);
 }
 
 static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
@@ -460,7 +486,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		wc->src_qp = cqe->src_qp;
 		wc->pkey_index = cqe->pkey_index;
 		wc->slid = 0;
-		wc->sl = cqe->sl;
+		wc->sl = vrdma_cqe_sl(cqe, flags);
 		wc->dlid_path_bits = 0;
 		wc->wc_flags = vrdma_cqe_wc_flags(flags);
 		wc->imm_data = 0;
