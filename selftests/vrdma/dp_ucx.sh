@@ -3,12 +3,13 @@
 #
 # UCX (Debian's ucx-utils, 1.13) over vrdma, docs/ucx.md: ucx_perftest
 # between two namespaces (server on vrdma1, client on vrdma2), short runs.
-# UCT level: rc_verbs put_lat, put_bw, get (bcopy, zcopy), add_lat, fadd,
-# cswap (its SENDs, am_*, still fail: docs/ucx.md) and ud_verbs am_lat,
-# am_bw; UCP level over UCX_TLS=ud_v (which needs the GRH packet type in
-# wc.sl): tag_lat, tag_bw, ucp_put_bw, ucp_get, stream_bw. The IPv4 GID
-# (UCX_IB_GID_INDEX), and one run on GID index 0. Then the loopback:
-# UCT -l (two QPs of one device) for rc_verbs put_lat and ud_verbs am_lat.
+# UCT level: rc_verbs am_lat, am_bw (flushed by a zero-length WRITE with
+# rkey 0), put_lat, put_bw, get (bcopy, zcopy), add_lat, fadd, cswap and
+# ud_verbs am_lat, am_bw; UCP level over UCX_TLS=rc_v,ud_v and ud_v (the
+# UD wire-up needs the GRH packet type in wc.sl): tag_lat, tag_bw,
+# ucp_put_bw, ucp_get, stream_bw. The IPv4 GID (UCX_IB_GID_INDEX), and one
+# run on GID index 0. Then the loopback: UCT -l (two QPs of one device)
+# for rc_verbs put_lat, am_lat and ud_verbs am_lat.
 # ucx_perftest checks no data; each run must finish its iterations with
 # both ends exiting 0, and the UD runs must leave rx_dropped_* alone.
 . "$(dirname "$0")/lib.sh"
@@ -70,10 +71,11 @@ lb() {
 }
 
 drops() {
-	local d n=0 c
+	local d n=0 c v
 	for d in vrdma1 vrdma2; do
-		for c in rx_dropped_no_qp rx_dropped_bad_qkey rx_dropped_no_recv rx_dropped_malformed; do
-			n=$((n + $(dp_counter "$d" "$c" || echo 0)))
+		for c in rx_dropped_no_qp rx_dropped_bad_qkey rx_dropped_no_recv_wqe rx_dropped_malformed; do
+			v=$(dp_counter "$d" "$c")
+			n=$((n + ${v:-0}))
 		done
 	done
 	echo "$n"
@@ -83,8 +85,8 @@ dp_setup || { ktap_fail "two hosts with vrdma1 and vrdma2"; ktap_finished; }
 diag "GID index: vrdma1 $G1, vrdma2 $G2; $(ucx_info -v | head -n 1)"
 
 # ---- UCT -------------------------------------------------------------------
-# rc_verbs SENDs (am_*, and so UCP over rc_v) fail: docs/ucx.md, "Open".
-for t in put_lat put_bw "get -D bcopy" "get -D zcopy -s 4096" add_lat fadd cswap; do
+# am_* and UCP over rc_v flush with a zero-length WRITE, rkey 0
+for t in am_lat am_bw put_lat put_bw "get -D bcopy" "get -D zcopy -s 4096" add_lat fadd cswap; do
 	# shellcheck disable=SC2086
 	ucx "UCT rc_verbs $t" "" -x rc_verbs -t $t "${N[@]}"
 done
@@ -94,8 +96,10 @@ for t in am_lat am_bw; do
 done
 
 # ---- UCP -------------------------------------------------------------------
-for t in tag_lat tag_bw ucp_put_bw ucp_get stream_bw; do
-	ucx "UCP $t, UCX_TLS=ud_v" "UCX_TLS=ud_v" -t $t "${N[@]}"
+for tls in rc_v,ud_v ud_v; do
+	for t in tag_lat tag_bw ucp_put_bw ucp_get stream_bw; do
+		ucx "UCP $t, UCX_TLS=$tls" "UCX_TLS=$tls" -t $t "${N[@]}"
+	done
 done
 d1=$(drops)
 [ "$d1" -eq "$d0" ] && ktap_ok "UD: no datagram dropped by vrdma" ||
@@ -105,6 +109,7 @@ G1=0 G2=0 ucx "UCP tag_lat, UCX_TLS=ud_v, GID index 0" "UCX_TLS=ud_v" -t tag_lat
 
 # ---- loopback --------------------------------------------------------------
 lb "UCT rc_verbs put_lat, loopback on vrdma1" "" -x rc_verbs -t put_lat "${N[@]}"
+lb "UCT rc_verbs am_lat, loopback on vrdma1" "" -x rc_verbs -t am_lat "${N[@]}"
 lb "UCT ud_verbs am_lat, loopback on vrdma1" "" -x ud_verbs -t am_lat "${N[@]}"
 
 ktap_finished
