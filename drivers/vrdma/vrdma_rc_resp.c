@@ -471,11 +471,14 @@ static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 	return nack;
 }
 
-/* WRITE: every packet's own range must lie in the MR. */
+/*
+ * WRITE: every packet's own range must lie in the MR. A zero-length WRITE
+ * needs no rkey (IBA C9-88): UCX flushes an RC QP with one, rkey 0.
+ */
 static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h)
 {
-	if (h->opcode != VT_OP_WRITE ||
+	if (h->opcode != VT_OP_WRITE || !h->msg_len ||
 	    vrdma_mr_check(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
 			   h->va + h->msg_off, h->payload_len))
 		return VT_NACK_NONE;

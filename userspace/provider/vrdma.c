@@ -302,6 +302,30 @@ static unsigned int vrdma_cqe_wc_flags(uint32_t flags)
 	return wc_flags;
 }
 
+/*
+ * The sl of a CQE. RoCE has no SL on the wire; for a UD receive with a GRH
+ * it reports the packet type as mlx5 does (PRM: bit 3 UDP, bits 2:0 the L3
+ * header: 1 IPv6, 2 IPv4), which UCX before 1.18 reads from wc.sl to find
+ * the destination GID in the GRH area: left at 0, it takes every IPv4
+ * datagram for IPv6 and drops it (its UD_VERBS_ETH_DGID_CHECK).
+ */
+#define VRDMA_SL_ROCE_UDP	0x8
+#define VRDMA_SL_ROCE_IPV6	0x1
+#define VRDMA_SL_ROCE_IPV4	0x2
+#define VRDMA_NET_IPV4		2	/* enum rdma_network_type */
+#define VRDMA_NET_IPV6		3
+
+static uint8_t vrdma_cqe_sl(const struct vrdma_cqe *cqe, uint32_t flags)
+{
+	if (!(flags & VRDMA_CQE_GRH))
+		return cqe->sl;
+	if (cqe->network_hdr_type == VRDMA_NET_IPV4)
+		return VRDMA_SL_ROCE_UDP | VRDMA_SL_ROCE_IPV4;
+	if (cqe->network_hdr_type == VRDMA_NET_IPV6)
+		return VRDMA_SL_ROCE_UDP | VRDMA_SL_ROCE_IPV6;
+	return cqe->sl;
+}
+
 static unsigned int vrdma_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
 {
 	return vrdma_cqe_wc_flags(to_vcq_ex(ibcq)->cur->flags);
@@ -315,7 +339,9 @@ static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *ibcq)
 
 static uint8_t vrdma_wc_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return to_vcq_ex(ibcq)->cur->sl;
+	struct vrdma_cqe *cqe = to_vcq_ex(ibcq)->cur;
+
+	return vrdma_cqe_sl(cqe, cqe->flags);
 }
 
 static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
@@ -460,7 +486,7 @@ static int vrdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		wc->src_qp = cqe->src_qp;
 		wc->pkey_index = cqe->pkey_index;
 		wc->slid = 0;
-		wc->sl = cqe->sl;
+		wc->sl = vrdma_cqe_sl(cqe, flags);
 		wc->dlid_path_bits = 0;
 		wc->wc_flags = vrdma_cqe_wc_flags(flags);
 		wc->imm_data = 0;
@@ -1001,12 +1027,39 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 	return vrdma_sqe_finish(qp, sqe, flags);
 }
 
+/*
+ * The QP's state for the posting checks: the kernel's (struct vrdma_rq_ctrl)
+ * where the RQ ring carries it, else the last one ibv_modify_qp set.
+ */
+static enum ibv_qp_state vrdma_qp_state(struct vrdma_qp *qp)
+{
+	if (qp->rq_ctrl)
+		return atomic_load_explicit((_Atomic(uint32_t) *)
+					    &qp->rq_ctrl->qp_state,
+					    memory_order_relaxed);
+	return qp->vqp.qp.state;
+}
+
+/* IBA C10-97.2.1 (as rxe): no send before RTS, no receive in RESET. */
+static bool vrdma_qp_can_send(struct vrdma_qp *qp)
+{
+	enum ibv_qp_state st = vrdma_qp_state(qp);
+
+	return st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR;
+}
+
 static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	uint32_t n = 0;
 	int ret = 0, db;
+
+	if (!vrdma_qp_can_send(qp)) {
+		*bad_wr = wr;
+		errno = EINVAL;
+		return errno;
+	}
 
 	pthread_spin_lock(&qp->sq.lock);
 	for (; wr; wr = wr->next, n++) {
@@ -1103,6 +1156,8 @@ static int vrdma_wr_complete(struct ibv_qp_ex *ibqp)
 
 	vrdma_wr_finish_cur(qp);
 	ret = qp->wr_err;
+	if (!ret && qp->wr_n && !vrdma_qp_can_send(qp))
+		ret = EINVAL;
 	if (!ret)
 		ret = vrdma_sq_publish(qp, qp->wr_n);
 	pthread_spin_unlock(&qp->sq.lock);
@@ -1353,6 +1408,11 @@ static int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret;
 
 	if (qp->srq) {
+		*bad_wr = wr;
+		errno = EINVAL;
+		return errno;
+	}
+	if (vrdma_qp_state(qp) == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		errno = EINVAL;
 		return errno;

@@ -309,6 +309,22 @@ void test_qp(Dev &d)
 	if (!qp)
 		return;
 	check(qp_state(qp) == IBV_QPS_RESET, "new QP is in RESET");
+	// C10-97.2.1: no receive in RESET, no send before RTS (as rxe)
+	auto send_refused = [&](const char *st) {
+		ibv_send_wr sw{}, *bad = nullptr;
+
+		sw.opcode = IBV_WR_SEND;
+		check(ibv_post_send(qp, &sw, &bad) == EINVAL && bad == &sw,
+		      std::string("post_send in ") + st + ": EINVAL");
+	};
+	auto recv_refused = [&](const char *st) {
+		ibv_recv_wr rw{}, *bad = nullptr;
+
+		check(ibv_post_recv(qp, &rw, &bad) == EINVAL && bad == &rw,
+		      std::string("post_recv in ") + st + ": EINVAL");
+	};
+	send_refused("RESET");
+	recv_refused("RESET");
 
 	// state table
 	ibv_qp_attr a{};
@@ -321,6 +337,7 @@ void test_qp(Dev &d)
 	      "RESET -> INIT without required attributes: EINVAL");
 	check(to_init(qp) == 0 && qp_state(qp) == IBV_QPS_INIT,
 	      "RESET -> INIT");
+	send_refused("INIT");
 	a = {};
 	a.qp_state = IBV_QPS_RTR;
 	check(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL,
@@ -329,6 +346,7 @@ void test_qp(Dev &d)
 	      "INIT -> RTR with bad MTU: EINVAL");
 	check(rc_to_rtr(d, qp) == 0 && qp_state(qp) == IBV_QPS_RTR,
 	      "INIT -> RTR");
+	send_refused("RTR");
 	check(rc_to_rts(qp, 32) == EINVAL, "RTR -> RTS timeout 32: EINVAL");
 	check(rc_to_rts(qp, 14, 8) == EINVAL, "RTR -> RTS retry 8: EINVAL");
 	check(rc_to_rts(qp) == 0 && qp_state(qp) == IBV_QPS_RTS, "RTR -> RTS");
@@ -462,6 +480,8 @@ void test_qp(Dev &d)
 	check(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 &&
 		      qp_state(qp) == IBV_QPS_RESET,
 	      "ERR -> RESET");
+	send_refused("RESET after ERR");
+	recv_refused("RESET after ERR");
 	check(to_init(qp) == 0 && rc_to_rtr(d, qp) == 0 && rc_to_rts(qp) == 0,
 	      "reused QP goes RESET -> RTS again");
 
