@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Copy-free transmit (module parameter zcopy, default on): RC payload from
+# Copy-free transmit (module parameter zcopy, off by default, on here): RC payload from
 # user MRs leaves as page fragments that the skb references, so packets
 # may still sit in a qdisc when their MR, QP or process is gone.
 #  - data: ibv_rc_pingpong -c at sizes that cross page boundaries, and
@@ -23,6 +23,7 @@ require_provider
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 P=/sys/module/vrdma/parameters
 [ -f "$P/zcopy" ] || skip_all "this vrdma.ko has no zcopy parameter"
+echo 1 >"$P/zcopy"
 
 pingpong() {	# pingpong SIZE
 	dp_pair 90 ibv_rc_pingpong -d vrdma1 -g "$G1" -n 30 -s "$1" -c -- \
