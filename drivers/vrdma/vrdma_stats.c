@@ -61,6 +61,7 @@ static const struct {
 	{ "cc_ce_echoed", VT_STAT_ECN_CE_RCVD },
 	{ "cc_window_decreases", VT_STAT_CC_DECREASES },
 	{ "cc_window_undos", VT_STAT_CWND_UNDO },
+	{ "rto_undos", VT_STAT_RTO_UNDO },
 	/* receiver */
 	{ "rx_data_packets", VT_STAT_RX_PKTS },
 	{ "rx_out_of_sequence", VT_STAT_RX_OOO },

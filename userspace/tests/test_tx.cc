@@ -290,7 +290,7 @@ TEST_F(Rack, RealLossIsNotUndone)
 	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
 	EXPECT_EQ(c->stats[VT_STAT_CWND_UNDO], 0u);
 	EXPECT_LT(c->tx.cwnd_fp, cwnd);
-	// a timeout's cut is never undone
+	// a timeout ends the recovery's undo (rto_undo decides instead)
 	c->tx.undo_cwnd_fp = cwnd;
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 1000), 0);
 	ASSERT_EQ(poll(150 * US), VT_TX_SEND);
@@ -424,6 +424,151 @@ TEST_F(Tx, RtoBacksOffExponentiallyThenRetryExceeded)
 	EXPECT_EQ(r.error, VT_ERR_RETRY_EXC);
 	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
 	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 3u);
+}
+
+// Eifel detection of spurious timeouts (RFC 3522, tcp_try_undo_loss).
+struct RtoUndo : Tx {
+	uint32_t cwnd = 0;
+	uint64_t rto_at = 0;
+
+	// a window of 8 packets (1..8) sent at 100..107 us, then a timeout
+	void timeout8()
+	{
+		// the late echoes' delay is below target: only undo moves cwnd
+		cfg.swift_target_ns = 4 * cfg.rto_min_ns;
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
+		for (uint32_t i = 0; i < 8; i++)
+			ASSERT_EQ(send((100 + i) * US), 1 + i);
+		cwnd = c->tx.cwnd_fp;
+		rto_at = c->tx.rto_deadline;
+		ASSERT_EQ(rto_at, 100 * US + cfg.rto_min_ns);
+		vt_tx_on_timer(c.get(), rto_at);
+		EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+		EXPECT_EQ(c->tx.lost, 8u);
+		EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2);
+		EXPECT_EQ(c->tx.backoff, 1u);
+		EXPECT_EQ(c->stats[VT_STAT_REPATHS], 1u);
+		// the window after the cut would resend all 8: resend two
+		for (uint32_t i = 0; i < 2; i++) {
+			ASSERT_EQ(poll(rto_at), VT_TX_RETX);
+			EXPECT_EQ(d.psn, 1 + i);
+			EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+		}
+	}
+};
+
+// The window was only delayed (a host that runs sender, switch and
+// receiver on one CPU): the first progress echoes an original.
+TEST_F(RtoUndo, DelayedWindowUndoesTheTimeout)
+{
+	timeout8();
+	const uint16_t entropy = vt_path_entropy(c.get(), 0);
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), rto_at + 10 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+	EXPECT_GE(c->tx.cwnd_fp, cwnd);
+	EXPECT_EQ(c->tx.backoff, 0u);
+	EXPECT_FALSE(c->tx.in_recovery);
+	// 3..8 were not resent: in flight again, not retransmitted
+	EXPECT_EQ(c->tx.lost, 0u);
+	EXPECT_EQ(c->tx.inflight, 7u);
+	EXPECT_NE(poll(rto_at + 10 * US), VT_TX_RETX);
+	// the timeout's repath is undone as well
+	EXPECT_NE(vt_path_entropy(c.get(), 0), entropy);
+	EXPECT_EQ(c->tx.path[0].gen, 0u);
+	// new data goes out, no retransmission before it
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 1000), 0);
+	ASSERT_EQ(poll(rto_at + 11 * US), VT_TX_SEND);
+	EXPECT_EQ(d.psn, 9u);
+	// the rest of the originals arrive; the resent 2 was spurious
+	ASSERT_EQ(on_ack(ack(9, 107 * US, 8), rto_at + 12 * US), 0);
+	ASSERT_EQ(on_ack(ack(10, rto_at + 11 * US, 9),
+			 rto_at + 40 * US), 0);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 2u);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+}
+
+// Packet 1 was lost, 2..8 delayed: their SACKs echo originals, but the
+// progress comes from the retransmission: a real loss, no undo.
+TEST_F(RtoUndo, RealLossIsNotUndone)
+{
+	timeout8();
+	vt_ack a = ack(1, 107 * US, 8);
+	for (uint32_t i = 1; i < 8; i++)
+		sack_set(a, i);
+	ASSERT_EQ(on_ack(a, rto_at + 5 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 0u);
+	EXPECT_EQ(c->tx.backoff, 1u); // no progress, no decision
+	ASSERT_EQ(on_ack(ack(9, rto_at, 1), rto_at + 20 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 0u);
+	EXPECT_LT(c->tx.cwnd_fp, cwnd);
+	EXPECT_EQ(c->tx.backoff, 0u);
+	EXPECT_EQ(c->tx.retries, 0u);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+
+	// the same with 1..2 lost and 3..8 still to resend: all of them are
+	timeout8();
+	ASSERT_EQ(on_ack(ack(2, rto_at, 1), rto_at + 20 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 0u);
+	EXPECT_LT(c->tx.cwnd_fp, cwnd);
+	EXPECT_EQ(c->tx.lost, 6u);
+	for (uint32_t i = 3; i <= 8; i++) {
+		ASSERT_EQ(poll(rto_at + 20 * US), VT_TX_RETX);
+		EXPECT_EQ(d.psn, i);
+	}
+	ASSERT_EQ(on_ack(ack(9, rto_at + 20 * US, 8), rto_at + 40 * US), 0);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 8u);
+}
+
+// An undone timeout, then a real tail loss: its timeout holds.
+TEST_F(RtoUndo, SpuriousTimeoutThenRealLoss)
+{
+	timeout8();
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), rto_at + 10 * US), 0);
+	ASSERT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+	// 2..7 arrive, 8 is lost
+	ASSERT_EQ(on_ack(ack(8, 106 * US, 7), rto_at + 12 * US), 0);
+	const uint32_t before = c->tx.cwnd_fp;
+	const uint64_t t2 = c->tx.rto_deadline;
+	ASSERT_NE(t2, VT_NEVER);
+	vt_tx_on_timer(c.get(), t2);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 2u);
+	ASSERT_EQ(poll(t2), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 8u);
+	EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+	ASSERT_EQ(on_ack(ack(9, t2, 8), t2 + 20 * US), 0);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+	EXPECT_LT(c->tx.cwnd_fp, before);
+	EXPECT_TRUE(vt_tx_idle(c.get()));
+}
+
+// Undo does not touch the retry accounting: a peer that goes silent after
+// an undone timeout still ends in RETRY_EXC, and SACKs that echo
+// originals without progress neither undo nor reset the retries.
+TEST_F(RtoUndo, RetryLimitStillFails)
+{
+	cfg.retry_cnt = 3;
+	timeout8();
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), rto_at + 10 * US), 0);
+	ASSERT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+	uint64_t t = rto_at + 10 * US;
+	for (uint32_t i = 1; i <= 3; i++) {
+		t = c->tx.rto_deadline;
+		vt_tx_on_timer(c.get(), t);
+		EXPECT_EQ(c->tx.retries, i);
+		ASSERT_EQ(poll(t), VT_TX_RETX);
+		vt_ack a = ack(2, 103 * US, 4);
+		sack_set(a, 2);
+		ASSERT_EQ(on_ack(a, t + 1 * US), 0);
+		EXPECT_EQ(c->tx.backoff, i);
+	}
+	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
+	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	ASSERT_EQ(poll(t), VT_TX_ERROR);
+	EXPECT_EQ(d.error, VT_ERR_RETRY_EXC);
 }
 
 TEST_F(Tx, RtoIsCappedAndProgressResetsBackoff)

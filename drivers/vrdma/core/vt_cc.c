@@ -152,12 +152,25 @@ static void swift_on_loss(struct vt_conn *c, u64 now)
 
 static void swift_on_timeout(struct vt_conn *c, u64 now)
 {
+	/* the first timeout since progress: what an undo restores */
+	if (!c->tx.rto_undo)
+		c->tx.cc.swift.undo_decrease = c->tx.cc.swift.last_decrease;
 	if (c->tx.consec_rto >= c->cfg.swift_rto_reset) {
 		cwnd_clamp(c, c->cfg.swift_min_cwnd_fp);
 		c->tx.cc.swift.last_decrease = now;
 		return;
 	}
 	swift_decrease(c, now, 0);
+}
+
+/*
+ * The timeouts were spurious (the core restored the window): a cut that
+ * never should have been made does not hold off the next real one.
+ */
+static void swift_on_rto_undo(struct vt_conn *c, u64 now)
+{
+	(void)now;
+	c->tx.cc.swift.last_decrease = c->tx.cc.swift.undo_decrease;
 }
 
 /*
@@ -285,6 +298,7 @@ static const struct vt_cc_ops vt_cc_table[VT_CC_MAX] = {
 		.on_ack = swift_on_ack,
 		.on_loss = swift_on_loss,
 		.on_timeout = swift_on_timeout,
+		.on_rto_undo = swift_on_rto_undo,
 		.pacing_gap = swift_pacing_gap,
 	},
 	[VT_CC_DCQCN] = {
@@ -293,6 +307,7 @@ static const struct vt_cc_ops vt_cc_table[VT_CC_MAX] = {
 		.on_ack = dcqcn_on_ack,
 		.on_loss = cc_nop,
 		.on_timeout = cc_nop,
+		.on_rto_undo = cc_nop,
 		.pacing_gap = dcqcn_pacing_gap,
 	},
 	[VT_CC_GBN] = {
@@ -302,6 +317,7 @@ static const struct vt_cc_ops vt_cc_table[VT_CC_MAX] = {
 		.on_ack = gbn_on_ack,
 		.on_loss = cc_nop,
 		.on_timeout = cc_nop,
+		.on_rto_undo = cc_nop,
 		.pacing_gap = no_pacing,
 	},
 };

@@ -98,6 +98,8 @@ struct vt_cc_ops {
 	void (*on_ack)(struct vt_conn *c, const struct vt_cc_sample *s);
 	void (*on_loss)(struct vt_conn *c, u64 now);
 	void (*on_timeout)(struct vt_conn *c, u64 now);
+	/* the timeouts since the last progress were spurious: undo them */
+	void (*on_rto_undo)(struct vt_conn *c, u64 now);
 	u64 (*pacing_gap)(const struct vt_conn *c, u32 len);
 };
 
@@ -142,6 +144,7 @@ enum vt_stat {
 	VT_STAT_ACKS_SENT,
 	VT_STAT_NACKS_SENT,
 	VT_STAT_CWND_UNDO,
+	VT_STAT_RTO_UNDO,	/* timeouts found spurious by the echo, undone */
 	/* gauges */
 	VT_STAT_CWND_FP,
 	VT_STAT_RATE_MBPS,
@@ -178,8 +181,9 @@ struct vt_msgq_ent {
 
 struct vt_path {
 	u64 penalty_until;
+	u64 undo_until;		/* penalty_until before the first timeout */
 	u32 gen;		/* entropy generation, bumped on repath */
-	u32 pad;
+	u32 undo_gen;		/* gen before the first timeout */
 };
 
 struct vt_tx {
@@ -201,6 +205,10 @@ struct vt_tx {
 	u32 reo_clean;		/* packets acked since the last spurious */
 	u32 undo_cwnd_fp;	/* cwnd before the recovery cut, 0 = no undo */
 	u32 undo_retx;		/* retransmits of that episode not yet found spurious */
+	bool rto_undo;		/* timeouts since the last progress may be undone */
+	u32 rto_undo_cwnd_fp;	/* cwnd before the first of them */
+	u32 rto_undo_paths;	/* paths they penalised or repathed */
+	u64 rto_undo_ts;	/* when the first fired: later sends echo >= */
 	u32 path_rr;
 	u32 round_end, round_pkts, round_cong, plb_bad;
 	u32 dlv_cur, dlv_prev;	/* packets delivered this / last RTT */
@@ -220,6 +228,7 @@ struct vt_tx {
 			u64 prev_delay;	/* previous raw sample */
 			u64 jitter;	/* EWMA of |sample - previous| */
 			bool low_delay;	/* last verdict: delay below target */
+			u64 undo_decrease; /* last_decrease before a timeout */
 		} swift;
 		struct {
 			u32 rc, rt, alpha_fp, stage;

@@ -315,6 +315,43 @@ static void spurious_check(struct vt_conn *c, const struct vt_ack *a)
 	}
 }
 
+/*
+ * The first progress after one or more timeouts came from a transmission
+ * sent before the first of them (Eifel detection with timestamps, RFC
+ * 3522; Linux tcp_try_undo_loss): the packets were delayed, not lost, and
+ * every timeout since was spurious.  Restore the window and the CC state,
+ * the backoff and the path penalties and entropies; the packets the
+ * timeout marked lost and that were not resent yet are in flight again.
+ * Those still in flight are left to RACK and the next RTO, as before.
+ */
+static void rto_undo(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	struct vt_tx_pkt *p;
+	u32 psn, i;
+
+	if (t->cwnd_fp < t->rto_undo_cwnd_fp)
+		t->cwnd_fp = t->rto_undo_cwnd_fp;
+	c->ops->on_rto_undo(c, now);
+	for (i = 0; i < c->cfg.num_paths; i++) {
+		if (!(t->rto_undo_paths & (1U << i)))
+			continue;
+		t->path[i].penalty_until = t->path[i].undo_until;
+		t->path[i].gen = t->path[i].undo_gen;
+	}
+	for (psn = t->snd_una; psn != t->snd_nxt; psn++) {
+		p = slot(t, psn);
+		if (!(p->flags & VT_PKT_LOST) || p->cause != VT_CAUSE_RTO)
+			continue;
+		p->flags = (p->flags & ~VT_PKT_LOST) | VT_PKT_INFLIGHT;
+		t->lost--;
+		t->inflight++;
+	}
+	t->backoff = 0;
+	t->in_recovery = false;
+	c->stats[VT_STAT_RTO_UNDO]++;
+}
+
 static void on_nack(struct vt_conn *c, u64 now, const struct vt_ack *a)
 {
 	struct vt_tx *t = &c->tx;
@@ -364,7 +401,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	struct vt_cc_sample s;
 	struct vt_tx_pkt *p;
 	u32 psn, i, congested = 0;
-	bool has_delay;
+	bool has_delay, delayed;
 	u64 rtt = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -398,6 +435,9 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		rtt_update(t, rtt);
 	}
 	spurious_check(c, a);
+	/* echoes a transmission from before the timeout (Eifel) */
+	delayed = t->rto_undo && in_flight_range(t, a->trig_psn) &&
+		  a->echo_ts < t->rto_undo_ts;
 
 	/* cumulative part */
 	for (psn = t->snd_una; psn != a->cum_psn; psn++) {
@@ -421,6 +461,13 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		p = slot(t, psn);
 		if (!(p->flags & VT_PKT_SACKED))
 			deliver(c, psn, p, now, r);
+	}
+
+	/* the first progress after a timeout tells whether it was spurious */
+	if (t->rto_undo && r->cum_advanced) {
+		t->rto_undo = false;
+		if (delayed)
+			rto_undo(c, now);
 	}
 
 	if (r->cum_advanced) {
@@ -494,6 +541,16 @@ static void on_rto(struct vt_conn *c, u64 now)
 		fail(c, VT_ERR_RETRY_EXC);
 		return;
 	}
+	if (!t->rto_undo) {
+		/* the first timeout since progress: what an undo restores */
+		t->rto_undo_cwnd_fp = t->cwnd_fp;
+		t->rto_undo_ts = now;
+		t->rto_undo_paths = 0;
+		for (i = 0; i < c->cfg.num_paths; i++) {
+			t->path[i].undo_until = t->path[i].penalty_until;
+			t->path[i].undo_gen = t->path[i].gen;
+		}
+	}
 	for (psn = t->snd_una; psn != t->snd_nxt; psn++) {
 		if (slot(t, psn)->flags & VT_PKT_SACKED)
 			continue;
@@ -508,7 +565,11 @@ static void on_rto(struct vt_conn *c, u64 now)
 	if (!is_gbn(c) && t->backoff < VT_BACKOFF_MAX)
 		t->backoff++;
 	c->ops->on_timeout(c, now);
-	t->undo_cwnd_fp = 0;	/* no undo of a timeout's cut */
+	/* a recovery's undo needs all retransmits spurious: rto_undo instead */
+	t->undo_cwnd_fp = 0;
+	/* go-back-N stays the Soft-RoCE baseline: no undo */
+	t->rto_undo = !is_gbn(c);
+	t->rto_undo_paths |= paths;
 	t->tlp_pending = false;
 	t->tlp_out = false;
 	t->tlp_deadline = VT_NEVER;
