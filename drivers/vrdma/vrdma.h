@@ -50,6 +50,8 @@ enum vrdma_counter {
 	VRDMA_CNT_RESP_TIMEOUTS, /* READ/atomic response never came */
 	VRDMA_CNT_FATAL_NACK_REPLAYS, /* failed responder re-sent its NACK */
 	VRDMA_CNT_TX_ZCOPY,	/* RC data packets sent without a payload copy */
+	VRDMA_CNT_TX_BATCHES,	/* skbs sent that carry several packets (GSO) */
+	VRDMA_CNT_RX_BATCHES,	/* skbs received that carry several packets */
 	VRDMA_CNT_MAX
 };
 
@@ -106,6 +108,30 @@ int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
 __be16 vrdma_net_sport(u32 qpn, u16 entropy);
 struct vrdma_frags;
 void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr);
+
+/*
+ * A batch: consecutive RC packets of one connection to one path (UDP
+ * source port), all as long as the first but the last, sent as one skb
+ * (vrdma_batch_send() in vrdma_net.c says how).
+ */
+#define VRDMA_BATCH_MAX		16		/* packets */
+#define VRDMA_BATCH_BYTES	(48 * 1024)	/* far below IP's 64 KB */
+
+struct vrdma_batch {
+	struct sk_buff *skb;
+	__be16 sport;
+	u16 n;		/* packets in it */
+	u32 seg;	/* bytes of each packet but the last */
+	bool closed;	/* a shorter packet ended it */
+};
+
+void *vrdma_batch_alloc(u32 len);
+void vrdma_batch_free(void *buf);
+void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
+		     struct vrdma_batch *b, __be16 sport, void *buf,
+		     u32 buf_len, struct vrdma_frags *fr);
+void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
+		      struct vrdma_batch *b);
 int vrdma_net_route_init(struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);
@@ -114,6 +140,22 @@ int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 
 /* vrdma_rx.c */
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
+
+/*
+ * The packet of a received skb that the data path is given: an skb may
+ * carry a batch of them (vrdma_rx.c), so offsets count from its start.
+ */
+struct vrdma_rx_cb {
+	u32 off;
+};
+
+#define VRDMA_RX_CB(skb)	((struct vrdma_rx_cb *)(skb)->cb)
+
+/* Where the payload of the packet in hand starts in @skb. */
+static inline u32 vrdma_rx_payload(const struct sk_buff *skb)
+{
+	return VRDMA_RX_CB(skb)->off + VT_DATA_HDR_LEN;
+}
 
 /* vrdma_stats.c */
 struct vrdma_rc_conn;

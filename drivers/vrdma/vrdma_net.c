@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrdma_net.c - the UDP glue: one tunnel socket pair (IPv4, IPv6) per
+ * vrdma_net.c - the UDP glue: one socket pair (IPv4, IPv6) per
  * network namespace that holds a vrdma device, the route and UDP source
  * port of a QP's packets (one helper each for RC and UD), route lookup,
- * transmit on the netdev's queues with TX back-pressure, and receive
- * through the encap hook.
+ * transmit on the netdev's queues with TX back-pressure (one packet, or a
+ * batch of them as one GSO skb), and receive from the socket in softirq.
  *
  * Unlike rxe (sockets in init_net only), sockets are per netns, so a
  * device bound to a netdev inside a container's namespace works there.
@@ -35,6 +35,12 @@ static unsigned int tx_queue_kb = 1024;
 module_param(tx_queue_kb, uint, 0644);
 MODULE_PARM_DESC(tx_queue_kb,
 		 "KB of vrdma packets (truesize) a network namespace may have queued below its socket (qdisc, driver, veth peer) before RC senders wait; 0: no limit (default 1024)");
+
+#define VRDMA_UDP_RCVBUF	(8 << 20)
+
+static uint tx_batch = VRDMA_BATCH_MAX;
+module_param(tx_batch, uint, 0644);
+MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 16); 1: one skb per packet");
 
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */
@@ -73,40 +79,91 @@ static struct net_device *vrdma_loopback_dev(struct sock *sk,
 	return NULL;
 }
 
-static int vrdma_encap_recv(struct sock *sk, struct sk_buff *skb)
+/* The vrdma device of @ndev (or of the VLAN's real device), with a reference. */
+static struct ib_device *vrdma_ibdev_of(struct net_device *ndev)
 {
-	struct net_device *ndev = skb->dev;
-	struct ib_device *ibdev;
+	struct ib_device *ibdev = ib_device_get_by_netdev(ndev, VRDMA_DRIVER_ID);
 
-	if (unlikely(ndev->flags & IFF_LOOPBACK)) {
-		ndev = vrdma_loopback_dev(sk, skb);
-		if (!ndev || IS_ERR(ndev)) {
-			kfree_skb(skb);
-			return 0;
-		}
-	}
-	ibdev = ib_device_get_by_netdev(ndev, VRDMA_DRIVER_ID);
 	if (!ibdev && is_vlan_dev(ndev))
 		ibdev = ib_device_get_by_netdev(vlan_dev_real_dev(ndev),
 						VRDMA_DRIVER_ID);
-	if (!ibdev) {
-		kfree_skb(skb);
-		return 0;
-	}
-
-	/* The transport reads its headers from the linear area. */
-	__skb_pull(skb, sizeof(struct udphdr));
-	vrdma_rx(to_vrdma_dev(ibdev), skb);
-	ib_device_put(ibdev);
-	return 0;
+	return ibdev;
 }
 
+static void vrdma_udp_count(struct sock *sk, int field)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6) {
+		__UDP6_INC_STATS(sock_net(sk), field, 0);
+		return;
+	}
+#endif
+	__UDP_INC_STATS(sock_net(sk), field, 0);
+}
+
+/*
+ * A datagram taken off the socket: checksum (where no one verified it),
+ * the device of the netdev it came in on (skb->dev is reused by the UDP
+ * queue: skb_iif names it), then the transport. Once per skb, which may
+ * be a batch of packets.
+ */
+static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct ib_device *ibdev = NULL;
+	struct net_device *ndev;
+
+	if (!udp_skb_csum_unnecessary(skb) &&
+	    __udp_lib_checksum_complete(skb)) {
+		vrdma_udp_count(sk, UDP_MIB_CSUMERRORS);
+		vrdma_udp_count(sk, UDP_MIB_INERRORS);
+		goto drop;
+	}
+	/* what udp_recvmsg() counts: netstat -su stays true */
+	vrdma_udp_count(sk, UDP_MIB_INDATAGRAMS);
+	rcu_read_lock();
+	ndev = dev_get_by_index_rcu(sock_net(sk), skb->skb_iif);
+	if (ndev && (ndev->flags & IFF_LOOPBACK))
+		ndev = vrdma_loopback_dev(sk, skb);
+	if (ndev && !IS_ERR(ndev))
+		ibdev = vrdma_ibdev_of(ndev);
+	rcu_read_unlock();
+	if (!ibdev)
+		goto drop;
+	vrdma_rx(to_vrdma_dev(ibdev), skb);
+	ib_device_put(ibdev);
+	return;
+
+drop:
+	kfree_skb(skb);
+}
+
+/*
+ * The socket has data: drain it here, in the softirq that queued it, so
+ * no thread wakeup sits between a packet and its processing.
+ */
+static void vrdma_udp_data_ready(struct sock *sk)
+{
+	struct sk_buff *skb;
+	int err;
+
+	while ((skb = skb_recv_udp(sk, MSG_DONTWAIT, &err)))
+		vrdma_udp_rcv(sk, skb);
+}
+
+/*
+ * A plain UDP socket that takes GSO and GRO batches whole, not an encap
+ * (tunnel) socket: Debian's 6.1 udp_unexpected_gso() segments every GSO
+ * packet for a socket with an encap_rcv hook (a new skb and a copy per
+ * segment), while a socket with UDP_GRO gets a batch as one skb: one trip
+ * through IP and UDP for a run of packets, which vrdma_rx() walks in
+ * place. It also leaves out the encap socket's inet_inc_convert_csum,
+ * which made receive-side segmentation checksum every segment.
+ */
 static struct socket *vrdma_udp_open(struct net *net, bool ipv6)
 {
-	struct udp_tunnel_sock_cfg tnl_cfg = {};
 	struct udp_port_cfg udp_cfg = {};
 	struct socket *sock;
-	int rv;
+	int one = 1, rv;
 
 	if (ipv6) {
 		udp_cfg.family = AF_INET6;
@@ -119,10 +176,19 @@ static struct socket *vrdma_udp_open(struct net *net, bool ipv6)
 	rv = udp_sock_create(net, &udp_cfg, &sock);
 	if (rv < 0)
 		return ERR_PTR(rv);
-
-	tnl_cfg.encap_type = 1;
-	tnl_cfg.encap_rcv = vrdma_encap_recv;
-	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	rv = sock->ops->setsockopt(sock, SOL_UDP, UDP_GRO,
+				   KERNEL_SOCKPTR(&one), sizeof(one));
+	if (rv < 0) {
+		udp_tunnel_sock_release(sock);
+		return ERR_PTR(rv);
+	}
+	udp_allow_gso(sock->sk);	/* also frag-list GRO aggregates */
+	lock_sock(sock->sk);
+	/* drained as it fills: the queue only holds what CPUs race to add */
+	sock->sk->sk_rcvbuf = VRDMA_UDP_RCVBUF;
+	sock->sk->sk_userlocks |= SOCK_RCVBUF_LOCK;
+	sock->sk->sk_data_ready = vrdma_udp_data_ready;
+	release_sock(sock->sk);
 	return sock;
 }
 
@@ -262,23 +328,125 @@ __be16 vrdma_net_sport(u32 qpn, u16 entropy)
 }
 
 /*
- * Attach the pages of @fr, whose references pass to @skb, as its payload
- * after what the head holds. The UDP checksum covers them where it is
- * computed (the device, or skb_checksum in software); a device without
- * scatter/gather gets the skb linearized by the stack.
+ * Append the pages of @fr, whose references pass to @skb, to its payload.
+ * The UDP checksum covers them where it is computed (the device, or
+ * skb_checksum in software); a device without scatter/gather gets the
+ * skb linearized by the stack.
  */
 void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr)
 {
-	u32 i;
+	u32 i, n = skb_shinfo(skb)->nr_frags;
 
 	for (i = 0; i < fr->n; i++)
-		skb_fill_page_desc(skb, i, fr->f[i].page, fr->f[i].off,
+		skb_fill_page_desc(skb, n + i, fr->f[i].page, fr->f[i].off,
 				   fr->f[i].len);
 	skb->len += fr->len;
 	skb->data_len += fr->len;
 	skb->truesize += fr->len;
 	fr->n = 0;
 	fr->len = 0;
+}
+
+/*
+ * Room for one packet's bytes (its header, and its payload unless page
+ * fragments carry it), from the per-CPU page fragment cache: no zeroed
+ * buffer per packet (init_on_alloc zeroes every new skb head), pages
+ * reused once the skbs that held them are freed. NULL if none.
+ */
+void *vrdma_batch_alloc(u32 len)
+{
+	return netdev_alloc_frag(len);
+}
+
+void vrdma_batch_free(void *buf)
+{
+	skb_free_frag(buf);
+}
+
+static bool vrdma_batch_fits(const struct vrdma_batch *b, __be16 sport,
+			     u32 len, u32 nfrags)
+{
+	const struct sk_buff *skb = b->skb;
+
+	return b->sport == sport && !b->closed && len <= b->seg &&
+	       b->n < VRDMA_BATCH_MAX &&
+	       skb_shinfo(skb)->nr_frags + nfrags <= MAX_SKB_FRAGS &&
+	       skb->len + len <= VRDMA_BATCH_BYTES;
+}
+
+/*
+ * Add a packet for UDP source port @sport to @b: the @buf_len bytes at
+ * @buf (from vrdma_batch_alloc()), then the pages of @fr. A packet that
+ * does not fit sends the batch first; a packet shorter than the batch's
+ * first ends it (a GSO skb's last segment may be short, no other). Takes
+ * @buf and @fr's references in every case; a failed allocation loses the
+ * packet like the wire would.
+ */
+void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
+		     struct vrdma_batch *b, __be16 sport, void *buf,
+		     u32 buf_len, struct vrdma_frags *fr)
+{
+	u32 len = buf_len + fr->len, max = READ_ONCE(tx_batch);
+	struct page *page = virt_to_head_page(buf);
+	struct sk_buff *skb;
+
+	if (b->skb && !vrdma_batch_fits(b, sport, len, 1 + fr->n))
+		vrdma_batch_send(vdev, r, b);
+	if (!b->skb) {
+		b->skb = vrdma_net_alloc_skb(vdev, r, 0);
+		if (!b->skb) {
+			vrdma_batch_free(buf);
+			vrdma_frags_put(fr);
+			return;
+		}
+		b->sport = sport;
+		b->seg = len;
+		b->n = 0;
+		b->closed = false;
+	}
+	skb = b->skb;
+	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, page,
+			   (u8 *)buf - (u8 *)page_address(page), buf_len);
+	skb->len += buf_len;
+	skb->data_len += buf_len;
+	skb->truesize += buf_len;
+	vrdma_net_skb_frags(skb, fr);
+	b->n++;
+	if (len < b->seg)
+		b->closed = true;
+	if (b->closed || b->n >= min_t(u32, max, VRDMA_BATCH_MAX))
+		vrdma_batch_send(vdev, r, b);
+}
+
+/*
+ * Send what @b holds: one packet as it is, several as one UDP GSO skb
+ * (SKB_GSO_UDP_L4, gso_size = one packet, the checksum left to the device
+ * or to segmentation), the way QUIC stacks use UDP GSO. veth and loopback
+ * carry it whole to the receiving socket, which takes it whole; a NIC with
+ * UDP segmentation offload cuts it in hardware; for any other device the
+ * stack segments it just before the driver, without a copy. Each packet
+ * keeps its own header (PSN, timestamp): loss recovery sees packets, and a
+ * lost skb is a burst of lost packets.
+ */
+void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
+		      struct vrdma_batch *b)
+{
+	struct sk_buff *skb = b->skb;
+
+	if (!skb)
+		return;
+	b->skb = NULL;
+	if (b->n > 1) {
+		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+		skb_shinfo(skb)->gso_size = b->seg;
+		skb_shinfo(skb)->gso_segs = b->n;
+		/* the UDP header goes just before the data */
+		skb->ip_summed = CHECKSUM_PARTIAL;
+		skb->csum_start = skb_headroom(skb) - sizeof(struct udphdr);
+		skb->csum_offset = offsetof(struct udphdr, check);
+		vrdma_count(vdev, VRDMA_CNT_TX_BATCHES, 1);
+	}
+	vrdma_net_xmit(vdev, r, b->sport, skb);
 }
 
 /*
@@ -439,7 +607,7 @@ int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb)
 {
 	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
-	unsigned int len = skb->len;
+	unsigned int len = skb->len, pkts = skb_shinfo(skb)->gso_segs ?: 1;
 	struct socket *sock;
 	int rv = -EAFNOSUPPORT;
 
@@ -461,7 +629,7 @@ int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		goto drop;
 	rcu_read_unlock();
 
-	vrdma_count(vdev, VRDMA_CNT_TX_PKTS, 1);
+	vrdma_count(vdev, VRDMA_CNT_TX_PKTS, pkts);
 	vrdma_count(vdev, VRDMA_CNT_TX_BYTES, len);
 	return 0;
 

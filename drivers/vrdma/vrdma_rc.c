@@ -196,6 +196,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now)
 					      vrdma_req_err_status(d.error));
 		break;
 	}
+	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	vrdma_rc_arm(rc);
 	if (n == VRDMA_RC_BUDGET || rc->error)
 		queue_work(vrdma_rc_wq, &rc->work);
@@ -401,6 +402,8 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 	 * PTO and RTO allow for this delay).
 	 */
 	cfg->ack_delay_ns = (u64)ack_delay_us * NSEC_PER_USEC;
+	/* spray by batch, not by packet: a run to one path is one skb */
+	cfg->path_burst = VRDMA_BATCH_MAX;
 	/* until RTS sets them: a responder may answer READs from RTR */
 	cfg->retry_cnt = 7;
 	cfg->rnr_retry = 7;

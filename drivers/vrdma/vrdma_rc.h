@@ -140,6 +140,8 @@ struct vrdma_rc_req {
 	u64 resp_timeout_ns;
 	/* a remote failure waits in a WQE behind READs still answered */
 	bool fail_marked;
+	/* packets of this run not sent yet: empty outside rc->lock */
+	struct vrdma_batch batch;
 };
 
 /* The responder: the messages we receive and the responses we owe. */

@@ -498,9 +498,11 @@ static bool vrdma_req_frags(struct vrdma_rc_conn *rc,
 }
 
 /*
- * Build and send the packet of one SEND/RETX decision. A payload that
- * cannot be read fails the QP; a packet the stack drops (no memory, no
- * route) is lost like on the wire, and the core retransmits it.
+ * Build the packet of one SEND/RETX decision and add it to the run's
+ * batch (sent by vrdma_rc_run_at() at the end of the run, or when the
+ * next packet does not fit). A payload that cannot be read fails the QP;
+ * a packet the stack drops (no memory, no route) is lost like on the
+ * wire, and the core retransmits it.
  */
 void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 			 const struct vt_tx_decision *d)
@@ -511,39 +513,40 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 	struct vrdma_frags fr = {};
 	struct vrdma_swqe *sw;
 	struct vt_data_hdr h;
-	struct sk_buff *skb;
+	u32 copy;
+	void *buf;
 	bool zc;
 
 	sw = vrdma_req_hdr(rc, tm, d, &h);
 	zc = vrdma_req_frags(rc, tm, sw, &h, &fr);
-	/* with the payload in page fragments, the head holds the headers */
-	skb = vrdma_net_alloc_skb(qp->vdev, &rc->route,
-				  VT_DATA_HDR_LEN + (zc ? 0 : d->len));
-	if (!skb) {
+	/* with the payload in page fragments, the buffer holds the header */
+	copy = VT_DATA_HDR_LEN + (zc ? 0 : d->len);
+	buf = vrdma_batch_alloc(copy);
+	if (!buf) {
 		vrdma_frags_put(&fr);
 		return;
 	}
-	if (vt_data_hdr_encode(&h, skb_put(skb, VT_DATA_HDR_LEN),
-			       VT_DATA_HDR_LEN) < 0) {
+	if (vt_data_hdr_encode(&h, buf, VT_DATA_HDR_LEN) < 0) {
 		vrdma_frags_put(&fr);
-		kfree_skb(skb);
+		vrdma_batch_free(buf);
 		return;
 	}
-	if (zc) {
-		vrdma_net_skb_frags(skb, &fr);	/* the skb owns the refs */
+	if (zc)
 		vrdma_count(qp->vdev, VRDMA_CNT_TX_ZCOPY, 1);
-	} else
-		st = vrdma_req_payload(rc, tm, sw, &h, skb_put(skb, d->len));
+	else
+		st = vrdma_req_payload(rc, tm, sw, &h,
+				       (u8 *)buf + VT_DATA_HDR_LEN);
 	if (st != IB_WC_SUCCESS) {
-		kfree_skb(skb);
+		vrdma_batch_free(buf);
 		if (sw)
 			vrdma_req_fail_oldest(rc, st);
 		else
 			vrdma_rc_fail(rc, st);
 		return;
 	}
-	vrdma_net_xmit(qp->vdev, &rc->route,
-		       vrdma_net_sport(qp->ibqp.qp_num, d->entropy), skb);
+	vrdma_batch_add(qp->vdev, &rc->route, &rc->req.batch,
+			vrdma_net_sport(qp->ibqp.qp_num, d->entropy), buf, copy,
+			&fr);
 }
 
 /* ---- ACKs ----------------------------------------------------------------- */
@@ -636,7 +639,7 @@ enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
 {
 	struct vrdma_rd_out *ro = &rc->req.rd_out[rm->va];
 	struct vrdma_swqe *sw = vrdma_rc_swqe(rc, ro->sq_idx);
-	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
 	u8 buf[VT_ATOMIC_RESP_LEN];
 	const void *p;
 	u64 orig;
@@ -647,7 +650,7 @@ enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
 		return vrdma_sge_copy(rc->qp, sw->sqe.sge, sw->sqe.num_sge,
 				      h->msg_off, &b, h->payload_len, true);
 	}
-	p = skb_header_pointer(skb, VT_DATA_HDR_LEN, sizeof(buf), buf);
+	p = skb_header_pointer(skb, vrdma_rx_payload(skb), sizeof(buf), buf);
 	if (!p || vt_atomic_resp_decode(p, h->payload_len, &orig) < 0)
 		return IB_WC_BAD_RESP_ERR;
 	/* host order, like a local 64-bit load */

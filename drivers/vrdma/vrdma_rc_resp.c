@@ -272,7 +272,7 @@ static enum vt_nack_code vrdma_resp_atomic_first(struct vrdma_rc_conn *rc,
 
 	if (!(rc->qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
 		return VT_NACK_REM_ACCESS;
-	p = skb_header_pointer(skb, VT_DATA_HDR_LEN, sizeof(buf), buf);
+	p = skb_header_pointer(skb, vrdma_rx_payload(skb), sizeof(buf), buf);
 	/* rxe: a misaligned address is an invalid request */
 	if (!p || vt_atomic_decode(p, h->payload_len, &rm->atomic) < 0 ||
 	    (h->va & 7))
@@ -287,7 +287,7 @@ static enum ib_wc_status vrdma_resp_send_place(struct vrdma_rc_conn *rc,
 					       struct vrdma_rmsg *rm,
 					       const struct sk_buff *skb)
 {
-	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
 
 	return vrdma_sge_copy(rc->qp, rm->rqe.sge, rm->rqe.num_sge,
 			      h->msg_off, &b, h->payload_len, true);
@@ -298,7 +298,7 @@ static enum ib_wc_status vrdma_resp_write_place(struct vrdma_rc_conn *rc,
 						struct vrdma_rmsg *rm,
 						const struct sk_buff *skb)
 {
-	struct vrdma_buf b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+	struct vrdma_buf b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
 
 	if (vrdma_mr_rw(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
 			h->va + h->msg_off, &b, h->payload_len, true))

@@ -33,6 +33,8 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RESP_TIMEOUTS].name = "resp_timeouts",
 	[VRDMA_CNT_FATAL_NACK_REPLAYS].name = "fatal_nack_replays",
 	[VRDMA_CNT_TX_ZCOPY].name = "tx_zcopy_packets",
+	[VRDMA_CNT_TX_BATCHES].name = "tx_batches",
+	[VRDMA_CNT_RX_BATCHES].name = "rx_batches",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -274,7 +274,7 @@ static enum ib_wc_status vrdma_ud_place(struct vrdma_qp *qp,
 		return IB_WC_LOC_LEN_ERR;
 	st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge, 0, &b,
 			    VRDMA_UD_GRH_LEN, true);
-	b = VRDMA_SKB_BUF(skb, VT_DATA_HDR_LEN);
+	b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
 	if (!st)
 		st = vrdma_sge_copy(qp, rqe->sge, rqe->num_sge,
 				    VRDMA_UD_GRH_LEN, &b, len, true);

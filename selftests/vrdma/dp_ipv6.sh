@@ -52,9 +52,10 @@ else
 	ktap_fail "ibv_rc_pingpong -c over IPv6, 64 KB"
 fi
 after=$(udp6_in)
-# 40 round trips of 64 KB: > 2000 UDPv6 datagrams each way (a tunnel
-# transmit is not counted in Udp6OutDatagrams, so count arrivals).
-if [ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -ge 2000 ]; then
+# 40 round trips of 64 KB: at least one UDPv6 datagram each (a batch of
+# up to 16 packets is one datagram; a tunnel transmit is not counted in
+# Udp6OutDatagrams, so count arrivals).
+if [ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -ge 40 ]; then
 	ktap_ok "the traffic was IPv6: $((after - before)) UDPv6 datagrams received by H2"
 else
 	ktap_fail "the traffic was IPv6 (Udp6InDatagrams ${before:-?} -> ${after:-?})"

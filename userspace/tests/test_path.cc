@@ -40,6 +40,23 @@ TEST_F(Paths, SprayRoundRobin)
 	EXPECT_EQ(vt_path_entropy(c.get(), 99), 0);
 }
 
+// The kernel sprays by batch: path_burst new packets per path, so that a
+// run of them leaves as one GSO skb; a penalised path ends its burst.
+TEST_F(Paths, BurstKeepsNewPacketsOnOnePath)
+{
+	cfg.path_burst = 3;
+	c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	for (uint32_t i = 0; i < 12; i++)
+		EXPECT_EQ(send(0), (i / 3) % 4) << i;
+	send(0); // path 0 again, one packet into its burst
+	c->tx.path[0].penalty_until = 100 * US;
+	EXPECT_EQ(send(0), 1u);
+	EXPECT_EQ(send(0), 1u);
+	cfg.path_burst = 0;
+	EXPECT_NE(vt_config_check(&cfg), 0);
+}
+
 TEST_F(Paths, EcnPenaltySkipsThePathForAWhile)
 {
 	send(0);

@@ -14,6 +14,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->rx_wnd = VT_WIN;
 	cfg->cc = VT_CC_SWIFT;
 	cfg->num_paths = 4;
+	cfg->path_burst = 1;
 	cfg->rto_min_ns = 300000;
 	cfg->rto_max_ns = 100000000;
 	cfg->rto_init_ns = 1000000;
@@ -60,7 +61,7 @@ int vt_config_check(const struct vt_config *cfg)
 		return VT_ERR_INVAL;
 	if (cfg->cc >= VT_CC_MAX)
 		return VT_ERR_INVAL;
-	if (!cfg->num_paths || cfg->num_paths > VT_MAX_PATHS)
+	if (!cfg->num_paths || cfg->num_paths > VT_MAX_PATHS || !cfg->path_burst)
 		return VT_ERR_INVAL;
 	if (!cfg->rto_min_ns || cfg->rto_min_ns > cfg->rto_max_ns ||
 	    !cfg->rto_init_ns)

@@ -41,6 +41,7 @@ struct vt_config {
 	u32 rx_wnd;		/* receive reorder window, packets <= VT_WIN */
 	u32 cc;			/* enum vt_cc_algo */
 	u32 num_paths;		/* 1 = single path + PLB, else spraying */
+	u32 path_burst;		/* new packets per path before the spray turns */
 	u64 rto_min_ns;
 	u64 rto_max_ns;
 	u64 rto_init_ns;	/* before the first RTT sample */
@@ -210,6 +211,7 @@ struct vt_tx {
 	u32 rto_undo_paths;	/* paths they penalised or repathed */
 	u64 rto_undo_ts;	/* when the first fired: later sends echo >= */
 	u32 path_rr;
+	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;
 	u32 dlv_cur, dlv_prev;	/* packets delivered this / last RTT */
 	u64 dlv_start;

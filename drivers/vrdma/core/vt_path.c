@@ -58,13 +58,11 @@ void vt_path_penalize(struct vt_conn *c, u32 path, u64 now, u32 mult)
  * path a lost packet took) when another is usable.  If every path is
  * penalised, take the one whose penalty ends first.
  */
-u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid)
+static u32 path_rr(struct vt_conn *c, u64 now, int avoid)
 {
 	u32 n = c->cfg.num_paths, i, p, best = 0;
 	u64 best_until = VT_NEVER;
 
-	if (n == 1)
-		return 0;
 	for (i = 0; i < n; i++) {
 		p = (c->tx.path_rr + i) % n;
 		if ((int)p == avoid)
@@ -80,6 +78,29 @@ u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid)
 	}
 	c->tx.path_rr = best + 1;
 	return best;
+}
+
+/*
+ * The path of a packet. New packets (@avoid < 0) stay on one path for
+ * path_burst packets while it is not penalised, so that a run of them can
+ * leave as one batch (one GSO skb); a retransmission turns at once.
+ */
+u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (c->cfg.num_paths == 1)
+		return 0;
+	if (avoid < 0 && t->path_left &&
+	    t->path[t->path_cur].penalty_until <= now) {
+		t->path_left--;
+		return t->path_cur;
+	}
+	if (avoid >= 0)
+		return path_rr(c, now, avoid);
+	t->path_cur = path_rr(c, now, -1);
+	t->path_left = c->cfg.path_burst - 1;
+	return t->path_cur;
 }
 
 /*

@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Batched transmit and receive (module parameter tx_batch, default 16): a
+# run of RC packets to one path leaves as one UDP GSO skb, and the
+# receiving socket takes GSO and GRO aggregates whole and walks them in
+# place. Every case verifies its data and checks, with the tx_batches /
+# rx_batches counters, that the path it is about really ran:
+#  - 1 packet, 2 packets (the last one short) and many (full batches) per
+#    message, ibv_rc_pingpong -c;
+#  - gather and scatter lists, READ, WRITE, large messages (vrdma_dp_test);
+#  - copy-free transmit on top (payload in the MR's pages, batches that
+#    cross page boundaries);
+#  - the control: tx_batch=1 sends no batch;
+#  - a sender netdev without UDP segmentation offload (the stack segments
+#    the batch before the veth: the receiver gets single packets), and the
+#    same with GRO on at the receiver (it aggregates them again);
+#  - MTU 9000 on the wire (fewer, larger packets per batch).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dp_lib.inc"
+. "$(dirname "$0")/verbs_lib.inc"
+require_dp_test
+require_cmd ibv_rc_pingpong ib_write_bw ethtool
+P=/sys/module/vrdma/parameters
+dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
+[ -f "$P/tx_batch" ] || skip_all "this vrdma.ko has no tx_batch parameter"
+
+txb() { dp_counter vrdma2 tx_batches; }
+rxb() { dp_counter vrdma1 rx_batches; }
+pingpong() {	# pingpong SIZE
+	dp_pair 90 ibv_rc_pingpong -d vrdma1 -g "$G1" -n 20 -s "$1" -c -- \
+		ibv_rc_pingpong -d vrdma2 -g "$G2" -n 20 -s "$1" -c "$H1_IP"
+}
+# case LABEL SIZE TX RX: pingpong of SIZE bytes; TX/RX say whether the
+# client's tx_batches and the server's rx_batches must rise (1) or stay (0)
+case_pp() {
+	local t0 r0 t1 r1 why=""
+	t0=$(txb); r0=$(rxb)
+	pingpong "$2" || { ktap_fail "$1: ibv_rc_pingpong -c $2 bytes"; return; }
+	t1=$(txb); r1=$(rxb)
+	[ "$3" = 1 ] && [ "${t1:-0}" -le "${t0:-0}" ] && why="no batch sent"
+	[ "$3" = 0 ] && [ "${t1:-0}" -ne "${t0:-0}" ] && why="$((t1 - t0)) batches sent"
+	[ "$4" = 1 ] && [ "${r1:-0}" -le "${r0:-0}" ] && why="$why no batch received"
+	[ "$4" = 0 ] && [ "${r1:-0}" -ne "${r0:-0}" ] && why="$why $((r1 - r0)) batches received"
+	[ -z "$why" ] && ktap_ok "$1: $2 bytes verified (tx batches +$((t1 - t0)), rx +$((r1 - r0)))" ||
+		ktap_fail "$1: $2 bytes verified, but$why"
+}
+
+# one packet per message sends no batch; two (the second short) and more do
+case_pp "1 packet" 1000 0 0
+case_pp "2 packets" 2000 1 1
+case_pp "47 packets" 65536 1 1
+case_pp "141 packets" 200001 1 1
+t0=$(txb)
+dpt "batches, dp_test" 150 --only send,write,read,sge,large,order
+t1=$(txb)
+[ "${t1:-0}" -gt "${t0:-0}" ] && ktap_ok "dp_test cases went out in batches (+$((t1 - t0)))" ||
+	ktap_fail "dp_test cases: no batch sent"
+
+if [ -f "$P/zcopy" ]; then
+	echo 1 >"$P/zcopy"
+	z0=$(dp_counter vrdma2 tx_zcopy_packets)
+	case_pp "copy-free, page crossings" 200001 1 1
+	case_pp "copy-free, 4097 bytes" 4097 1 1
+	z1=$(dp_counter vrdma2 tx_zcopy_packets)
+	[ "${z1:-0}" -gt "${z0:-0}" ] && ktap_ok "copy-free batches carried user pages (+$((z1 - z0)))" ||
+		ktap_fail "copy-free: no packet went without a copy"
+	echo 0 >"$P/zcopy"
+fi
+
+echo 1 >"$P/tx_batch"
+case_pp "control: tx_batch=1" 65536 0 0
+echo 16 >"$P/tx_batch"
+
+# the stack segments before the veth: single packets arrive
+ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation off >/dev/null
+case_pp "no USO on the sender's netdev" 65536 1 0
+# GRO at the receiver aggregates them into one skb again (a veth takes
+# socket-owned UDP packets into GRO only with rx-udp-gro-forwarding on:
+# veth_skb_is_eligible_for_gro())
+if ip netns exec "$H1" ethtool -K "$H1_IF" gro on rx-udp-gro-forwarding on >/dev/null 2>&1; then
+	case_pp "GRO aggregates at the receiver" 200001 1 1
+	ip netns exec "$H1" ethtool -K "$H1_IF" gro off rx-udp-gro-forwarding off >/dev/null
+else
+	ktap_skip "GRO aggregates: veth GRO cannot be switched on here"
+fi
+ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation on >/dev/null
+
+# jumbo frames: perftest (port MTU) fills 8916-byte payloads, 5 to a batch
+ip -n "$H1" link set "$H1_IF" mtu 9000 && ip -n "$H2" link set "$H2_IF" mtu 9000
+case_pp "MTU 9000" 200001 1 1
+if dp_pair 90 ib_write_bw -d vrdma1 -x "$G1" -F -s 1048576 -n 20 -- \
+	ib_write_bw -d vrdma2 -x "$G2" -F -s 1048576 -n 20 "$H1_IP"; then
+	ktap_ok "MTU 9000: ib_write_bw 20 x 1 MB"
+else
+	ktap_fail "MTU 9000: ib_write_bw 20 x 1 MB"
+fi
+ip -n "$H1" link set "$H1_IF" mtu 1500 && ip -n "$H2" link set "$H2_IF" mtu 1500
+ktap_finished
