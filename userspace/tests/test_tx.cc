@@ -450,12 +450,13 @@ struct RtoUndo : Tx {
 		EXPECT_EQ(c->tx.cwnd_fp, cwnd / 2);
 		EXPECT_EQ(c->tx.backoff, 1u);
 		EXPECT_EQ(c->stats[VT_STAT_REPATHS], 1u);
-		// the window after the cut would resend all 8: resend two
-		for (uint32_t i = 0; i < 2; i++) {
-			ASSERT_EQ(poll(rto_at), VT_TX_RETX);
-			EXPECT_EQ(d.psn, 1 + i);
-			EXPECT_EQ(d.cause, VT_CAUSE_RTO);
-		}
+		// F-RTO: one retransmission, then nothing until an ACK
+		ASSERT_EQ(poll(rto_at), VT_TX_RETX);
+		EXPECT_EQ(d.psn, 1u);
+		EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+		EXPECT_EQ(poll(rto_at), VT_TX_WAIT);
+		EXPECT_EQ(d.wake_at, c->tx.rto_deadline);
+		EXPECT_EQ(vt_tx_next_wakeup(c.get()), c->tx.rto_deadline);
 	}
 };
 
@@ -470,7 +471,7 @@ TEST_F(RtoUndo, DelayedWindowUndoesTheTimeout)
 	EXPECT_GE(c->tx.cwnd_fp, cwnd);
 	EXPECT_EQ(c->tx.backoff, 0u);
 	EXPECT_FALSE(c->tx.in_recovery);
-	// 3..8 were not resent: in flight again, not retransmitted
+	// 2..8 were not resent: in flight again, not retransmitted
 	EXPECT_EQ(c->tx.lost, 0u);
 	EXPECT_EQ(c->tx.inflight, 7u);
 	EXPECT_NE(poll(rto_at + 10 * US), VT_TX_RETX);
@@ -481,12 +482,12 @@ TEST_F(RtoUndo, DelayedWindowUndoesTheTimeout)
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 2, 1000), 0);
 	ASSERT_EQ(poll(rto_at + 11 * US), VT_TX_SEND);
 	EXPECT_EQ(d.psn, 9u);
-	// the rest of the originals arrive; the resent 2 was spurious
+	// the rest of the originals arrive: one packet resent, not a window
 	ASSERT_EQ(on_ack(ack(9, 107 * US, 8), rto_at + 12 * US), 0);
 	ASSERT_EQ(on_ack(ack(10, rto_at + 11 * US, 9),
 			 rto_at + 40 * US), 0);
 	EXPECT_TRUE(vt_tx_idle(c.get()));
-	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 2u);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 1u);
 	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
 }
 
@@ -508,19 +509,34 @@ TEST_F(RtoUndo, RealLossIsNotUndone)
 	EXPECT_EQ(c->tx.retries, 0u);
 	EXPECT_TRUE(vt_tx_idle(c.get()));
 
-	// the same with 1..2 lost and 3..8 still to resend: all of them are
+	// the same with the whole window lost: the ACK of the one resent
+	// packet shows the timeout real, and the rest is resent after it
 	timeout8();
 	ASSERT_EQ(on_ack(ack(2, rto_at, 1), rto_at + 20 * US), 0);
 	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 0u);
 	EXPECT_LT(c->tx.cwnd_fp, cwnd);
-	EXPECT_EQ(c->tx.lost, 6u);
-	for (uint32_t i = 3; i <= 8; i++) {
+	EXPECT_EQ(c->tx.lost, 7u);
+	for (uint32_t i = 2; i <= 8; i++) {
 		ASSERT_EQ(poll(rto_at + 20 * US), VT_TX_RETX);
 		EXPECT_EQ(d.psn, i);
 	}
 	ASSERT_EQ(on_ack(ack(9, rto_at + 20 * US, 8), rto_at + 40 * US), 0);
 	EXPECT_TRUE(vt_tx_idle(c.get()));
 	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 8u);
+}
+
+// F-RTO holds back only the first timeout since progress: when its one
+// retransmission goes unanswered, the next timeout resends as before.
+TEST_F(RtoUndo, SecondTimeoutResendsWithoutWaiting)
+{
+	timeout8();
+	const uint64_t t2 = c->tx.rto_deadline;
+	vt_tx_on_timer(c.get(), t2);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 2u);
+	ASSERT_EQ(poll(t2), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_FALSE(c->tx.frto_wait);
+	EXPECT_NE(vt_tx_next_wakeup(c.get()), c->tx.rto_deadline);
 }
 
 // An undone timeout, then a real tail loss: its timeout holds.

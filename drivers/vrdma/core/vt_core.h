@@ -210,6 +210,13 @@ struct vt_tx {
 	u32 rto_undo_cwnd_fp;	/* cwnd before the first of them */
 	u32 rto_undo_paths;	/* paths they penalised or repathed */
 	u64 rto_undo_ts;	/* when the first fired: later sends echo >= */
+	/*
+	 * F-RTO (RFC 5682): after the first timeout since progress, one
+	 * retransmission, then nothing until an ACK says whether the timeout
+	 * was spurious (frto: the next retransmission is that one;
+	 * frto_wait: it is out).
+	 */
+	bool frto, frto_wait;
 	u32 path_rr;
 	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;

@@ -124,6 +124,8 @@ static bool retx_allowed(const struct vt_conn *c)
 
 static bool can_send(const struct vt_conn *c)
 {
+	if (c->tx.frto_wait)
+		return false;
 	return retx_allowed(c) || c->tx.tlp_pending || new_allowed(c);
 }
 
@@ -421,6 +423,9 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		return 0;
 	}
 	t->rwnd = VT_MAX((u32)a->rwnd, 1U);
+	/* the answer F-RTO waited for: undone below, or the timeout stands */
+	t->frto = false;
+	t->frto_wait = false;
 	/*
 	 * An RTT sample only from the echo of a packet still outstanding,
 	 * and no later than its last transmission: the answers to forged,
@@ -541,6 +546,14 @@ static void on_rto(struct vt_conn *c, u64 now)
 		fail(c, VT_ERR_RETRY_EXC);
 		return;
 	}
+	/*
+	 * F-RTO: resending the whole window at once (the cut window's worth)
+	 * wastes it when the timeout was spurious, which on a VM whose CPU
+	 * runs sender, wire and receiver is the common case; one packet
+	 * first, and the rest once an ACK has shown the timeout real.
+	 */
+	t->frto = !t->rto_undo && !is_gbn(c);
+	t->frto_wait = false;
 	if (!t->rto_undo) {
 		/* the first timeout since progress: what an undo restores */
 		t->rto_undo_cwnd_fp = t->cwnd_fp;
@@ -635,6 +648,10 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 	}
 	if (p->retx < 255)
 		p->retx++;
+	if (t->frto) {
+		t->frto = false;
+		t->frto_wait = true;
+	}
 	if (t->undo_cwnd_fp && !(p->flags & VT_PKT_UNDO)) {
 		p->flags |= VT_PKT_UNDO;
 		t->undo_retx++;
@@ -729,6 +746,11 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	if (t->error) {
 		d->action = VT_TX_ERROR;
 		d->error = t->error;
+		return d->action;
+	}
+	if (t->frto_wait) {
+		d->action = VT_TX_WAIT;
+		d->wake_at = vt_tx_next_wakeup(c);
 		return d->action;
 	}
 	if (can_send(c) && (now < t->rnr_until || now < t->next_send_ts)) {
