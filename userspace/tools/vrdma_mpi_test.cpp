@@ -49,6 +49,7 @@ struct Options {
 	std::string csv;
 	int expect_hosts = 0;
 	bool collectives = true;
+	size_t corrupt_at = 0;		// test of the test: damage one received ping
 };
 
 void diag(const char *fmt, ...)
@@ -213,6 +214,8 @@ bool pingpong_verified(const Options &o, size_t size, std::vector<uint8_t> &sbuf
 				complain("ping %zu bytes: received %d", size, count);
 				ok = false;
 			}
+			if (size == o.corrupt_at && it == 0)
+				rbuf[size / 2] ^= 0x10;
 			ok &= verify_or_say(rbuf, size, seed_of(size, it, 0), "ping");
 			fill(sbuf.data(), size, seed_of(size, it, 1));
 			MPI_Send(sbuf.data(), static_cast<int>(size), MPI_BYTE, 0, TAG_PONG,
@@ -441,7 +444,9 @@ void usage(FILE *f)
 		"  --verify-iters N   verified ping-pong iterations per size (5)\n"
 		"  --csv FILE         size,lat_us,bw_MBps per size (rank 0)\n"
 		"  --expect-hosts N   the ranks must sit in N network namespaces\n"
-		"  --no-collectives   ping-pong only\n");
+		"  --no-collectives   ping-pong only\n"
+		"  --corrupt-at BYTES flip a bit of the first ping of that size after it\n"
+		"                     arrived (the checks must then fail)\n");
 }
 
 bool parse(int argc, char **argv, Options *o)
@@ -480,6 +485,8 @@ bool parse(int argc, char **argv, Options *o)
 			o->verify_iters = std::atoi(v);
 		else if (a == "--csv")
 			o->csv = v;
+		else if (a == "--corrupt-at")
+			o->corrupt_at = std::strtoull(v, nullptr, 0);
 		else if (a == "--expect-hosts")
 			o->expect_hosts = std::atoi(v);
 		else {
