@@ -258,12 +258,12 @@ bool pingpong_timed(const Options &o, size_t size, std::vector<uint8_t> &sbuf,
 	return verify_or_say(rbuf, size, peer, "timed ping-pong, last message");
 }
 
-// osu_bw: rank 0 streams windows of MPI_Isend to rank 1, which answers each
-// window with a 4-byte ack. Each slot of the window has its own buffer and
+// osu_bw: rank 0 streams windows of MPI_Isend (up to 64, at most --budget
+// bytes) to rank 1, which answers each window with a 4-byte ack. Each slot of the window has its own buffer and
 // pattern; the receiver clears its slots and checks them after the loop.
 bool stream_timed(const Options &o, size_t size, double *bw_mbps)
 {
-	int window = static_cast<int>(std::clamp<size_t>((8u << 20) / size, 1, 64));
+	int window = static_cast<int>(std::clamp<size_t>(o.budget / size, 1, 64));
 	int n = std::max(3, timed_iters(o, size * window) / 4), warm = 1;
 	std::vector<uint8_t> area(size * window);
 	std::vector<MPI_Request> req(window);
