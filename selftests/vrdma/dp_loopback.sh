@@ -197,7 +197,8 @@ if command -v qperf >/dev/null; then
 	defer kill "$qpid"
 	wait_until 10 eval "ip netns exec $LB ss -ltn | grep -q ':19765 '" ||
 		diag "qperf server not listening"
-	for t in rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_bw rc_compare_swap_mr rc_fetch_add_mr; do
+	for t in rc_bw rc_lat rc_rdma_write_bw rc_rdma_write_lat rc_rdma_read_bw rc_rdma_read_lat \
+		 rc_compare_swap_mr rc_fetch_add_mr; do
 		lb_mark
 		ip netns exec "$LB" timeout -k 2 30 qperf -cm1 -t 1 "$LB1_IP" "$t" >"$DP_OUT" 2>&1
 		rc=$?

@@ -181,6 +181,14 @@ wire_single() {
 		defer "ip rule add pref 0 lookup local; ip rule del pref 1000 lookup local"
 	fi
 	defer "ip rule del pref 100 to $W2_IP iif lo lookup 100; ip rule del pref 100 to $W1_IP iif lo lookup 100"
+	# rdma_cm's check of an incoming REQ (cma.c validate_ipv4_net_dev) is a
+	# fib_lookup of the peer's address bound to the receiving netdev, with
+	# no iif: the rules above do not match it and the local table's entry
+	# names the other veth end, so without a route in main every connect
+	# was rejected. Only that lookup reaches these: local output matches
+	# pref 100 first, arrivals the local table.
+	ip route add "$W1_IP/32" dev "$W2_IF"
+	ip route add "$W2_IP/32" dev "$W1_IF"
 	ip neigh replace "$W2_IP" lladdr "$mac2" dev "$W1_IF" nud permanent
 	ip neigh replace "$W1_IP" lladdr "$mac1" dev "$W2_IF" nud permanent
 	apply_netem "" "$W1_IF" && apply_netem "" "$W2_IF" || return 1
