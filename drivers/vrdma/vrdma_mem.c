@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrdma_mem.c - memory regions: DMA MRs, user MRs pinned with ib_umem,
- * and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
+ * vrdma_mem.c - memory regions: DMA MRs, user MRs pinned with ib_umem
+ * (and re-registered), and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
  * and every data-path access to them: one check of PD, key, rights and
  * range (vrdma_mr_get, as siw_check_mem), copies to and from MRs and
  * scatter/gather lists, remote atomics, REG_MR and invalidation.
@@ -162,6 +162,36 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 	mr->ibmr.page_size = PAGE_SIZE;
 	vrdma_mr_index_pages(mr);
 	return &mr->ibmr;
+}
+
+/*
+ * ibv_rereg_mr. A new PD (the core swaps ibmr.pd) or new rights are set in
+ * place, keeping the keys; a new translation, or a write right over pages
+ * pinned read-only, needs a new pin: a new MR with new keys replaces this
+ * one (the core then destroys it). Either way a remote access checks the
+ * PD and rights of the moment (vrdma_mr_get).
+ */
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 len, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr);
+	int rv;
+
+	if (mr->type != VRDMA_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	rv = vrdma_check_access(access);
+	if (rv)
+		return ERR_PTR(rv);
+	if (flags & IB_MR_REREG_TRANS)
+		return vrdma_reg_user_mr(pd, start, len, iova, access, udata);
+	if ((access & IB_ACCESS_LOCAL_WRITE) && !mr->umem->writable)
+		return vrdma_reg_user_mr(pd, mr->umem->address, ibmr->length,
+					 ibmr->iova, access, udata);
+	WRITE_ONCE(mr->access, access);
+	return NULL;
 }
 
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,

@@ -279,6 +279,9 @@ int vrdma_build_rqe(struct vrdma_rqe *rqe, const struct ib_recv_wr *wr,
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 len, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,

@@ -127,6 +127,24 @@ static struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	return &mr->vmr.ibv_mr;
 }
 
+/*
+ * A new PD or new rights keep the keys; a new translation gets new ones
+ * (the kernel replaces the MR): the response carries them either way.
+ */
+static int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			  void *addr, size_t len, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct ibv_rereg_mr cmd = {};
+	int ret;
+
+	ret = ibv_cmd_rereg_mr(vmr, flags, addr, len, (uintptr_t)addr, access,
+			       pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
 static int vrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -1504,6 +1522,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
 	.reg_mr = vrdma_reg_mr,
+	.rereg_mr = vrdma_rereg_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.resize_cq = vrdma_resize_cq,
 };
