@@ -145,6 +145,59 @@ static int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 	return ret;
 }
 
+static struct ibv_mw *vrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	errno = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp));
+	if (errno) {
+		free(mw);
+		return NULL;
+	}
+	return mw;
+}
+
+static int vrdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (!ret)
+		free(mw);
+	return ret;
+}
+
+static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr);
+
+/* ibv_bind_mw (type 1): a BIND_MW on the send queue with the next key. */
+static int vrdma_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			 struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1) {
+		errno = EINVAL;
+		return errno;
+	}
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.wr_id = mw_bind->wr_id;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = vrdma_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
+}
+
 static int vrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -801,6 +854,8 @@ static int vrdma_sq_opcode(enum ibv_wr_opcode op)
 		return VRDMA_OP_SEND_WITH_INV;
 	case IBV_WR_LOCAL_INV:
 		return VRDMA_OP_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return VRDMA_OP_BIND_MW;
 	default:
 		return -1;
 	}
@@ -967,6 +1022,23 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 }
 
 /* Fill one SQE from @wr and finish it. */
+/*
+ * BIND_MW (vrdma_wqe.h): ex the window's key (its index names it), rkey
+ * the key it gets, the range in raddr/compare_add, the rights in swap,
+ * the MR in sge[0].lkey. Without an MR (a type 1 unbind) lkey is 0.
+ */
+static void vrdma_sqe_set_bind(struct vrdma_sqe *sqe, struct ibv_mw *mw,
+			       uint32_t rkey,
+			       const struct ibv_mw_bind_info *bi)
+{
+	sqe->ex = mw ? mw->rkey : 0;
+	sqe->rkey = rkey;
+	sqe->raddr = bi->addr;
+	sqe->compare_add = bi->length;
+	sqe->swap = bi->mw_access_flags;
+	sqe->sge[0].lkey = bi->mr ? bi->mr->lkey : 0;
+}
+
 static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 			   struct vrdma_sqe *sqe)
 {
@@ -1009,6 +1081,10 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 		if (ret)
 			return ret;
 		break;
+	case IBV_WR_BIND_MW:
+		vrdma_sqe_set_bind(sqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+				   &wr->bind_mw.bind_info);
+		return vrdma_sqe_finish(qp, sqe, flags);
 	default:
 		break;
 	}
@@ -1496,14 +1572,17 @@ static void vrdma_async_event(struct ibv_context *ctx,
 }
 
 static const struct verbs_context_ops vrdma_ctx_ops = {
+	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.async_event = vrdma_async_event,
+	.bind_mw = vrdma_bind_mw,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
 	.create_cq_ex = vrdma_create_cq_ex,
 	.create_qp = vrdma_create_qp,
 	.create_qp_ex = vrdma_create_qp_ex,
 	.create_srq = vrdma_create_srq,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,
