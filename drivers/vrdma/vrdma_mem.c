@@ -724,8 +724,9 @@ int vrdma_dealloc_mw(struct ib_mw *ibmw)
  * BIND_MW from the send queue (type 1 through ibv_bind_mw, type 2B as
  * IBV_WR_BIND_MW): sqe.ex a key of the window (its index names it),
  * sqe.rkey the key it gets, raddr and compare_add the range, swap the
- * remote rights, sge[0].lkey the MR, which must be a user MR of the QP's
- * PD with MW_BIND that covers the range (IBA 10.6.7.2). A zero length
+ * rights (remote ones; local write is ignored), sge[0].lkey the MR, which
+ * must be a user MR of the QP's PD with MW_BIND that covers the range
+ * (IBA 10.6.7.2). A zero length
  * unbinds a type 1 window; a type 2B window binds only when free.
  * Zero-based windows are not offered. 0 or -EINVAL.
  */
@@ -740,8 +741,10 @@ int vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_sqe *sqe)
 	void *entry;
 	int rv = -EINVAL;
 
-	if (access & ~VRDMA_REMOTE_ACCESS)
+	/* local write means nothing to a window (rxe and mlx5 accept it) */
+	if (access & ~(VRDMA_REMOTE_ACCESS | IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
+	access &= VRDMA_REMOTE_ACCESS;
 	rcu_read_lock();
 	entry = xa_load(&vd->mr_xa, sqe->ex >> 8);
 	if (xa_pointer_tag(entry) != VRDMA_KEY_MW)
