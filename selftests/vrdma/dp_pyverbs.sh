@@ -68,6 +68,7 @@ if [ "$DRIVER" = vrdma ]; then
 	DEV=vrdma1
 else
 	run modprobe rdma_rxe || { ktap_fail "modprobe rdma_rxe"; ktap_finished; }
+	defer modprobe -r rdma_rxe
 	PV=""
 	NSX=()
 	DEV=rxe1
