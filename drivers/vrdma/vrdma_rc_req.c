@@ -142,6 +142,8 @@ enum ib_wc_status vrdma_req_err_status(int err)
 		return IB_WC_REM_ACCESS_ERR;
 	case VT_ERR_REM_INV_REQ:
 		return IB_WC_REM_INV_REQ_ERR;
+	case VT_ERR_REM_OP:
+		return IB_WC_REM_OP_ERR;
 	default:
 		return IB_WC_GENERAL_ERR;
 	}

@@ -47,8 +47,6 @@ PYV_SKIPS=(
 # Known failures (docs/pyverbs.md): reported as SKIP with the reason; a
 # listed case that passes fails the test until it leaves the list.
 declare -A PYV_KNOWN=(
-	[test_mr.MRTest.test_mr_rereg_pd]="a receive WQE failing its lkey check completes LOC_PROT_ERR, but the SEND is acknowledged: no NAK carries Remote Operational Error"
-	[test_mr.MRTest.test_mr_rereg_addr]="same: the sender sees no IBV_WC_REM_OP_ERR"
 )
 
 WORK=$(mktemp -d)
