@@ -35,7 +35,7 @@ PYV_SKIPS=(
 	"^'Parent Domain is not supported"		# no parent domains
 	"^'Create (UC|Raw Packet) QP .*is not supported'" # RC, UD, GSI only
 	"^'Create QP type 8 is not supported'"		# raw packet (flow steering)
-	"^'Extended QP is not supported on this device'"	# atomic write, bind_mw
+	"^'Extended QP is not supported on this device'"	# atomic write
 	"^'Extended CQ is not supported'"		# tag matching CQ fields
 	"^'Importing a device is not supported'"	# no import_context
 	# of the guest, not of the driver:

@@ -757,10 +757,9 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 }
 
 /*
- * The ibv_wr_* operations of each QP type: what post_send carries, less
- * LOCAL_INV, which can only invalidate a fast-registration MR, and a user
- * process cannot have one. BIND_MW, TSO, ATOMIC_WRITE and FLUSH have no
- * SQE opcode.
+ * The ibv_wr_* operations of each QP type: what post_send carries (RC:
+ * also BIND_MW and LOCAL_INV, of type 2B windows). TSO, ATOMIC_WRITE and
+ * FLUSH have no SQE opcode.
  */
 enum {
 	VRDMA_QP_EX_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
@@ -770,7 +769,9 @@ enum {
 			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 			     IBV_QP_EX_WITH_RDMA_READ |
 			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+			     IBV_QP_EX_WITH_BIND_MW |
+			     IBV_QP_EX_WITH_LOCAL_INV,
 	VRDMA_QP_INIT_MASK = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -1429,6 +1430,24 @@ static void vrdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
 	vrdma_wr_set_inline_data_list(ibqp, 1, &buf);
 }
 
+static void vrdma_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_BIND_MW);
+
+	if (sqe)
+		vrdma_sqe_set_bind(sqe, mw, rkey, bind_info);
+}
+
+static void vrdma_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_LOCAL_INV);
+
+	if (sqe)
+		sqe->ex = invalidate_rkey;
+}
+
 static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops)
 {
 	struct ibv_qp_ex *ex = &qp->vqp.qp_ex;
@@ -1449,6 +1468,10 @@ static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops)
 		ex->wr_atomic_cmp_swp = vrdma_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = vrdma_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = vrdma_wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		ex->wr_local_inv = vrdma_wr_local_inv;
 
 	ex->wr_set_ud_addr = vrdma_wr_set_ud_addr;
 	ex->wr_set_sge = vrdma_wr_set_sge;
