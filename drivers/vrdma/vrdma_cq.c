@@ -231,6 +231,8 @@ enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
 		return IB_WC_LOCAL_INV;
 	case VRDMA_OP_REG_MR:
 		return IB_WC_REG_MR;
+	case VRDMA_OP_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}

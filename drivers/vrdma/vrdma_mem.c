@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrdma_mem.c - memory regions: DMA MRs, user MRs pinned with ib_umem,
- * and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
+ * vrdma_mem.c - memory regions: DMA MRs, user MRs pinned with ib_umem
+ * (and re-registered), and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
  * and every data-path access to them: one check of PD, key, rights and
  * range (vrdma_mr_get, as siw_check_mem), copies to and from MRs and
  * scatter/gather lists, remote atomics, REG_MR and invalidation.
@@ -25,7 +25,8 @@
 #define VRDMA_MR_IDX_MAX	0xffffff
 
 #define VRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND)
 
 static int vrdma_check_access(int access)
 {
@@ -164,6 +165,36 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 	return &mr->ibmr;
 }
 
+/*
+ * ibv_rereg_mr. A new PD (the core swaps ibmr.pd) or new rights are set in
+ * place, keeping the keys; a new translation, or a write right over pages
+ * pinned read-only, needs a new pin: a new MR with new keys replaces this
+ * one (the core then destroys it). Either way a remote access checks the
+ * PD and rights of the moment (vrdma_mr_get).
+ */
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 len, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr);
+	int rv;
+
+	if (mr->type != VRDMA_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	rv = vrdma_check_access(access);
+	if (rv)
+		return ERR_PTR(rv);
+	if (flags & IB_MR_REREG_TRANS)
+		return vrdma_reg_user_mr(pd, start, len, iova, access, udata);
+	if ((access & IB_ACCESS_LOCAL_WRITE) && !mr->umem->writable)
+		return vrdma_reg_user_mr(pd, mr->umem->address, ibmr->length,
+					 ibmr->iova, access, udata);
+	WRITE_ONCE(mr->access, access);
+	return NULL;
+}
+
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg)
 {
@@ -256,14 +287,23 @@ static bool vrdma_mr_covers(struct vrdma_mr *mr, u64 iova, u64 len)
  * any of it fails. A fast-registration MR is usable between its REG_MR
  * and its invalidation, by the key of that REG_MR. Caller holds RCU.
  */
+static struct vrdma_mr *vrdma_mw_get(struct vrdma_qp *qp,
+				     struct vrdma_mw *mw, u32 key, int access,
+				     u64 iova, u64 len);
+
 static struct vrdma_mr *vrdma_mr_get(struct vrdma_qp *qp, u32 key,
 				     int access, u64 iova, u64 len)
 {
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
-	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
+	void *entry = xa_load(&vd->mr_xa, key >> 8);
 	bool remote = access & VRDMA_REMOTE_ACCESS;
+	struct vrdma_mr *mr = entry;
 
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "MR lookup without RCU");
+	if (xa_pointer_tag(entry) == VRDMA_KEY_MW)
+		/* a window grants remote access only (IBA 10.6.7) */
+		return remote ? vrdma_mw_get(qp, xa_untag_pointer(entry), key,
+					     access, iova, len) : NULL;
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return NULL;
 	if (mr->type == VRDMA_MR_FAST) {
@@ -275,6 +315,38 @@ static struct vrdma_mr *vrdma_mr_get(struct vrdma_qp *qp, u32 key,
 		return NULL;
 	}
 	if (access && !(READ_ONCE(mr->access) & access))
+		return NULL;
+	return vrdma_mr_covers(mr, iova, len) ? mr : NULL;
+}
+
+/*
+ * Remote access through a bound window: its key, PD, QP (type 2B), rights
+ * and range, then the MR it is bound to, which must still be the one of
+ * the bind (same key) and cover the range. Caller holds RCU.
+ */
+static struct vrdma_mr *vrdma_mw_get(struct vrdma_qp *qp,
+				     struct vrdma_mw *mw, u32 key, int access,
+				     u64 iova, u64 len)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	unsigned long flags;
+	struct vrdma_mr *mr;
+	u32 mr_key = 0;
+	bool ok;
+
+	spin_lock_irqsave(&mw->lock, flags);
+	ok = mw->bound && mw->rkey == key && mw->ibmw.pd == qp->ibqp.pd &&
+	     (mw->ibmw.type == IB_MW_TYPE_1 || mw->qpn == qp->ibqp.qp_num) &&
+	     (mw->access & access) && iova >= mw->addr &&
+	     iova - mw->addr <= mw->len && len <= mw->len - (iova - mw->addr);
+	if (ok)
+		mr_key = mw->mr_key;
+	spin_unlock_irqrestore(&mw->lock, flags);
+	if (!ok)
+		return NULL;
+	mr = xa_load(&vd->mr_xa, mr_key >> 8);
+	if (!mr || xa_pointer_tag(mr) || mr->type != VRDMA_MR_USER ||
+	    mr->ibmr.lkey != mr_key || mr->ibmr.pd != qp->ibqp.pd)
 		return NULL;
 	return vrdma_mr_covers(mr, iova, len) ? mr : NULL;
 }
@@ -550,35 +622,168 @@ static struct vrdma_mr *vrdma_mr_inv_get(struct vrdma_qp *qp, u32 key)
 	struct vrdma_mr *mr = xa_load(&vd->mr_xa, key >> 8);
 
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "FRMR lookup without RCU");
-	if (!mr || mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
+	if (!mr || xa_pointer_tag(mr) || mr->ibmr.pd != qp->ibqp.pd || mr->type != VRDMA_MR_FAST ||
 	    READ_ONCE(mr->fast_key) != key)
 		return NULL;
 	return mr;
 }
 
-/* @key names an FRMR of @qp's PD that SEND_WITH_INV may invalidate. */
+/*
+ * A type 2B window bound by @qp under @key (IBA 10.6.7.2.4: invalidated
+ * by LOCAL_INV or SEND_WITH_INV through its QP; type 1 windows are not).
+ * With @inv it is unbound. Caller holds RCU.
+ */
+static bool vrdma_mw_inv(struct vrdma_qp *qp, u32 key, bool inv)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	void *entry = xa_load(&vd->mr_xa, key >> 8);
+	struct vrdma_mw *mw;
+	unsigned long flags;
+	bool ok;
+
+	if (xa_pointer_tag(entry) != VRDMA_KEY_MW)
+		return false;
+	mw = xa_untag_pointer(entry);
+	spin_lock_irqsave(&mw->lock, flags);
+	ok = mw->ibmw.type == IB_MW_TYPE_2 && mw->bound && mw->rkey == key &&
+	     mw->ibmw.pd == qp->ibqp.pd && mw->qpn == qp->ibqp.qp_num;
+	if (ok && inv)
+		mw->bound = false;
+	spin_unlock_irqrestore(&mw->lock, flags);
+	return ok;
+}
+
+/* @key names an FRMR or a window of @qp that SEND_WITH_INV may invalidate. */
 bool vrdma_mr_can_invalidate(struct vrdma_qp *qp, u32 key)
 {
 	bool ok;
 
 	rcu_read_lock();
-	ok = vrdma_mr_inv_get(qp, key);
+	ok = vrdma_mr_inv_get(qp, key) || vrdma_mw_inv(qp, key, false);
 	rcu_read_unlock();
 	return ok;
 }
 
-/* Invalidate the FRMR of @key: 0, or -EINVAL when there is none. */
+/* Invalidate the FRMR or window of @key: 0, or -EINVAL when there is none. */
 int vrdma_mr_invalidate(struct vrdma_qp *qp, u32 key)
 {
 	struct vrdma_mr *mr;
+	bool ok;
 
 	rcu_read_lock();
 	mr = vrdma_mr_inv_get(qp, key);
 	if (mr)
 		/* pairs with vrdma_mr_get()'s acquire */
 		smp_store_release(&mr->fast_valid, false);
+	ok = mr || vrdma_mw_inv(qp, key, true);
 	rcu_read_unlock();
-	return mr ? 0 : -EINVAL;
+	return ok ? 0 : -EINVAL;
+}
+
+/* ---- memory windows -------------------------------------------------- */
+
+int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct vrdma_verbs_dev *vd = vrdma_vdev(ibmw->device);
+	struct vrdma_mw *mw = to_vmw(ibmw);
+	u32 idx;
+	int rv;
+
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	rv = vrdma_take(&vd->n_mr, vrdma_limits.max_mr);
+	if (rv)
+		return rv;
+	spin_lock_init(&mw->lock);
+	rv = xa_alloc_cyclic_irq(&vd->mr_xa, &idx,
+				 xa_tag_pointer(mw, VRDMA_KEY_MW),
+				 XA_LIMIT(1, VRDMA_MR_IDX_MAX), &vd->next_mr,
+				 GFP_KERNEL);
+	if (rv < 0) {
+		atomic_dec(&vd->n_mr);
+		return rv;
+	}
+	mw->rkey = (idx << 8) | (get_random_u32() & 0xff);
+	ibmw->rkey = mw->rkey;
+	return 0;
+}
+
+int vrdma_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct vrdma_verbs_dev *vd = vrdma_vdev(ibmw->device);
+	struct vrdma_mw *mw = to_vmw(ibmw);
+
+	/* the data path looks windows up under RCU: let it finish first */
+	xa_erase_irq(&vd->mr_xa, mw->rkey >> 8);
+	synchronize_rcu();
+	atomic_dec(&vd->n_mr);
+	return 0;
+}
+
+/*
+ * BIND_MW from the send queue (type 1 through ibv_bind_mw, type 2B as
+ * IBV_WR_BIND_MW): sqe.ex a key of the window (its index names it),
+ * sqe.rkey the key it gets, raddr and compare_add the range, swap the
+ * rights (remote ones; local write is ignored), sge[0].lkey the MR, which
+ * must be a user MR of the QP's PD with MW_BIND that covers the range
+ * (IBA 10.6.7.2). A zero length
+ * unbinds a type 1 window; a type 2B window binds only when free.
+ * Zero-based windows are not offered. 0 or -EINVAL.
+ */
+int vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_sqe *sqe)
+{
+	struct vrdma_verbs_dev *vd = qp->vdev->priv;
+	u64 addr = sqe->raddr, len = sqe->compare_add;
+	int access = (int)sqe->swap;
+	struct vrdma_mr *mr = NULL;
+	unsigned long flags;
+	struct vrdma_mw *mw;
+	void *entry;
+	int rv = -EINVAL;
+
+	/* local write means nothing to a window (rxe and mlx5 accept it) */
+	if (access & ~(VRDMA_REMOTE_ACCESS | IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	access &= VRDMA_REMOTE_ACCESS;
+	rcu_read_lock();
+	entry = xa_load(&vd->mr_xa, sqe->ex >> 8);
+	if (xa_pointer_tag(entry) != VRDMA_KEY_MW)
+		goto out;
+	mw = xa_untag_pointer(entry);
+	if (mw->ibmw.pd != qp->ibqp.pd || (sqe->rkey >> 8) != (mw->rkey >> 8))
+		goto out;
+	if (len || mw->ibmw.type == IB_MW_TYPE_2) {
+		mr = xa_load(&vd->mr_xa, sqe->sge[0].lkey >> 8);
+		if (!mr || xa_pointer_tag(mr) || mr->type != VRDMA_MR_USER ||
+		    mr->ibmr.lkey != sqe->sge[0].lkey ||
+		    mr->ibmr.pd != qp->ibqp.pd ||
+		    !(READ_ONCE(mr->access) & IB_ACCESS_MW_BIND) ||
+		    !vrdma_mr_covers(mr, addr, len))
+			goto out;
+		/* IBA 10.6.3.1: remote write/atomic need local write */
+		if ((access & (IB_ACCESS_REMOTE_WRITE |
+			       IB_ACCESS_REMOTE_ATOMIC)) &&
+		    !(READ_ONCE(mr->access) & IB_ACCESS_LOCAL_WRITE))
+			goto out;
+	}
+	spin_lock_irqsave(&mw->lock, flags);
+	if (mw->ibmw.type == IB_MW_TYPE_2 && mw->bound) {
+		spin_unlock_irqrestore(&mw->lock, flags);
+		goto out;
+	}
+	mw->rkey = sqe->rkey;
+	mw->bound = !!mr;
+	mw->mr_key = mr ? mr->ibmr.lkey : 0;
+	mw->qpn = qp->ibqp.qp_num;
+	mw->addr = addr;
+	mw->len = len;
+	mw->access = access;
+	WRITE_ONCE(mw->ibmw.rkey, sqe->rkey);
+	spin_unlock_irqrestore(&mw->lock, flags);
+	rv = 0;
+out:
+	rcu_read_unlock();
+	return rv;
 }
 
 /*

@@ -142,6 +142,8 @@ enum ib_wc_status vrdma_req_err_status(int err)
 		return IB_WC_REM_ACCESS_ERR;
 	case VT_ERR_REM_INV_REQ:
 		return IB_WC_REM_INV_REQ_ERR;
+	case VT_ERR_REM_OP:
+		return IB_WC_REM_OP_ERR;
 	default:
 		return IB_WC_GENERAL_ERR;
 	}
@@ -190,7 +192,7 @@ static bool vrdma_req_must_wait(struct vrdma_rc_conn *rc,
 	       rc->req.sq_taken != qp->sq.cons;
 }
 
-/* LOCAL_INV and REG_MR execute when taken and complete in order. */
+/* LOCAL_INV, REG_MR and BIND_MW execute when taken, complete in order. */
 static enum ib_wc_status vrdma_req_local_op(struct vrdma_rc_conn *rc,
 					    const struct vrdma_sqe *sqe)
 {
@@ -198,6 +200,8 @@ static enum ib_wc_status vrdma_req_local_op(struct vrdma_rc_conn *rc,
 
 	if (sqe->opcode == VRDMA_OP_LOCAL_INV)
 		rv = vrdma_mr_invalidate(rc->qp, sqe->ex);
+	else if (sqe->opcode == VRDMA_OP_BIND_MW)
+		rv = vrdma_mw_bind(rc->qp, sqe);
 	else
 		rv = vrdma_mr_fast_reg(rc->qp, sqe);
 	return rv ? IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
@@ -295,7 +299,8 @@ static bool vrdma_req_take_one(struct vrdma_rc_conn *rc)
 	if (st == IB_WC_SUCCESS && vrdma_req_must_wait(rc, sw))
 		return false;
 	local = sw->sqe.opcode == VRDMA_OP_LOCAL_INV ||
-		sw->sqe.opcode == VRDMA_OP_REG_MR;
+		sw->sqe.opcode == VRDMA_OP_REG_MR ||
+		sw->sqe.opcode == VRDMA_OP_BIND_MW;
 	if (st == IB_WC_SUCCESS && local)
 		st = vrdma_req_local_op(rc, &sw->sqe);
 	sw->len = st ? 0 : len;

@@ -192,6 +192,47 @@ void vrdma_resp_flush_srq(struct vrdma_rc_conn *rc)
 
 /* ---- per-opcode steps ---------------------------------------------------------- */
 
+/*
+ * The SGEs of a receive WQE that a @len-byte message fills: each one's
+ * lkey must grant local write over it (the check the placement repeats),
+ * before the message is accepted, so that the sender hears of a failure.
+ */
+static bool vrdma_resp_rqe_keys_ok(struct vrdma_rc_conn *rc,
+				   const struct vrdma_rqe *rqe, u64 len)
+{
+	u32 i;
+
+	for (i = 0; i < rqe->num_sge && len; i++) {
+		u32 n = min_t(u64, len, rqe->sge[i].length);
+
+		if (n && !vrdma_mr_check(rc->qp, rqe->sge[i].lkey,
+					 IB_ACCESS_LOCAL_WRITE,
+					 rqe->sge[i].addr, n))
+			return false;
+		len -= n;
+	}
+	return true;
+}
+
+/*
+ * A receive WQE the message cannot use completes with @status and the QP
+ * fails; the sender gets a NACK (invalid request for a length error,
+ * remote operational error for a protection error). When the WQE is the
+ * next one in order it completes here; one behind incomplete messages is
+ * flushed (RQ ring, or the SRQ WQEs taken ahead).
+ */
+static enum vt_nack_code vrdma_resp_rqe_fail(struct vrdma_rc_conn *rc,
+					     struct vrdma_rmsg *rm, u32 ssn,
+					     enum ib_wc_status status)
+{
+	vrdma_rc_fail(rc, status);
+	if (ssn == rc->resp.ssn_done) {
+		vrdma_resp_release_rqe(rc);
+		vrdma_resp_recv_cqe(rc, &rm->rqe, IB_WC_RECV, status, 0, 0, 0);
+	}
+	return status == IB_WC_LOC_PROT_ERR ? VT_NACK_REM_OP : VT_NACK_INV_REQ;
+}
+
 static enum vt_nack_code vrdma_resp_send_first(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
 					       struct vrdma_rmsg *rm,
@@ -209,22 +250,14 @@ static enum vt_nack_code vrdma_resp_send_first(struct vrdma_rc_conn *rc,
 	if (!vrdma_resp_take_rqe(rc, ssn, &rm->rqe))
 		return VT_NACK_RNR;
 	rm->has_rqe = true;
-	if (rm->rqe.num_sge <= VRDMA_MAX_SGE &&
-	    h->msg_len <= vrdma_sge_total(rm->rqe.sge, rm->rqe.num_sge))
-		return VT_NACK_NONE;
-	/*
-	 * IBA 9.7.5.2.4: the receive WQE completes in error and the QP
-	 * fails. When it is the next one in order it completes here; one
-	 * behind incomplete messages is flushed (RQ ring, or the SRQ WQEs
-	 * taken ahead).
-	 */
-	vrdma_rc_fail(rc, IB_WC_LOC_LEN_ERR);
-	if (ssn == rc->resp.ssn_done) {
-		vrdma_resp_release_rqe(rc);
-		vrdma_resp_recv_cqe(rc, &rm->rqe, IB_WC_RECV, IB_WC_LOC_LEN_ERR,
-				    0, 0, 0);
-	}
-	return VT_NACK_INV_REQ;
+	if (rm->rqe.num_sge > VRDMA_MAX_SGE ||
+	    h->msg_len > vrdma_sge_total(rm->rqe.sge, rm->rqe.num_sge))
+		/* IBA 9.7.5.2.4 */
+		return vrdma_resp_rqe_fail(rc, rm, ssn, IB_WC_LOC_LEN_ERR);
+	if (!vrdma_resp_rqe_keys_ok(rc, &rm->rqe, h->msg_len))
+		/* IBA 9.7.5.2.4: a local protection error, NAKed as such */
+		return vrdma_resp_rqe_fail(rc, rm, ssn, IB_WC_LOC_PROT_ERR);
+	return VT_NACK_NONE;
 }
 
 static enum vt_nack_code vrdma_resp_write_first(struct vrdma_rc_conn *rc,
@@ -573,7 +606,8 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	if (v.ack_now)
 		vrdma_resp_send_ack(rc, now);
 	if (v.result == VT_RX_NACKED &&
-	    (nack == VT_NACK_REM_ACCESS || nack == VT_NACK_INV_REQ)) {
+	    (nack == VT_NACK_REM_ACCESS || nack == VT_NACK_INV_REQ ||
+	     nack == VT_NACK_REM_OP)) {
 		/* in order (the core defers it otherwise): the QP fails */
 		resp->nack = nack;
 		resp->nack_psn = h->psn;

@@ -102,7 +102,10 @@ static int vrdma_query_device(struct ib_device *ibdev,
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+	attr->max_mw = vrdma_limits.max_mr;	/* MRs and MWs share the keys */
 	(void)vdev;
 	return 0;
 }
@@ -367,12 +370,16 @@ const struct ib_device_ops vrdma_dev_ops = {
 	.query_port = vrdma_query_port,
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
+	.alloc_mw = vrdma_alloc_mw,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.reg_user_mr = vrdma_reg_user_mr,
+	.rereg_user_mr = vrdma_rereg_user_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.resize_cq = vrdma_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, vrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, vrdma_srq, ibsrq),

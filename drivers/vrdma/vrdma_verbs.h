@@ -154,6 +154,26 @@ struct vrdma_mr {
 	bool fast_valid;		/* FAST: registered, not invalidated */
 };
 
+/*
+ * A memory window (type 1 or 2B) in the MR key space: its xarray entry is
+ * tagged VRDMA_KEY_MW. The binding is read and written under @lock; it
+ * names its MR by key, looked up again at every access, so deregistering
+ * the MR leaves nothing dangling.
+ */
+struct vrdma_mw {
+	struct ib_mw ibmw;
+	spinlock_t lock;		/* the binding below */
+	u32 rkey;
+	bool bound;
+	u32 mr_key;
+	u32 qpn;			/* type 2B: the QP that bound it */
+	u64 addr;
+	u64 len;
+	int access;
+};
+
+#define VRDMA_KEY_MW	1		/* xa_pointer_tag() of a vrdma_mw */
+
 /* Lock order of QP, ring, CQ and connection locks: vrdma_rc.h. */
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -196,6 +216,11 @@ static inline struct vrdma_qp *to_vqp(struct ib_qp *qp)
 static inline struct vrdma_srq *to_vsrq(struct ib_srq *srq)
 {
 	return container_of(srq, struct vrdma_srq, ibsrq);
+}
+
+static inline struct vrdma_mw *to_vmw(struct ib_mw *mw)
+{
+	return container_of(mw, struct vrdma_mw, ibmw);
 }
 
 static inline struct vrdma_mr *to_vmr(struct ib_mr *mr)
@@ -279,6 +304,12 @@ int vrdma_build_rqe(struct vrdma_rqe *rqe, const struct ib_recv_wr *wr,
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 len, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
+int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrdma_dealloc_mw(struct ib_mw *ibmw);
+int vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_sqe *sqe);
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,

@@ -85,6 +85,7 @@ enum vrdma_sq_opcode {
 	VRDMA_OP_ATOMIC_CMP_AND_SWP	= 5,
 	VRDMA_OP_ATOMIC_FETCH_AND_ADD	= 6,
 	VRDMA_OP_LOCAL_INV		= 7,
+	VRDMA_OP_BIND_MW		= 8,	/* raddr, compare_add (len), swap (rights) */
 	VRDMA_OP_SEND_WITH_INV		= 9,
 	VRDMA_OP_REG_MR			= 0x20,	/* kernel QPs only */
 };

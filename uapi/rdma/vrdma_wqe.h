@@ -83,6 +83,11 @@ vrdma_sqe_check(const struct vrdma_sqe *sqe, __u32 flags, enum vrdma_sqe_qp qp,
 		if (qp != VRDMA_SQE_QP_RC)
 			return VRDMA_SQE_LOC_QP_OP_ERR;
 		return VRDMA_SQE_OK;	/* no data: sge[] is ignored */
+	case VRDMA_OP_BIND_MW:
+		/* sge[0].lkey names the MR; no data moves */
+		if (qp != VRDMA_SQE_QP_RC)
+			return VRDMA_SQE_LOC_QP_OP_ERR;
+		return VRDMA_SQE_OK;
 	case VRDMA_OP_REG_MR:
 		/* raddr carries a kernel pointer to the MR: never from a user */
 		if (qp != VRDMA_SQE_QP_RC || !kernel)

@@ -127,6 +127,77 @@ static struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	return &mr->vmr.ibv_mr;
 }
 
+/*
+ * A new PD or new rights keep the keys; a new translation gets new ones
+ * (the kernel replaces the MR): the response carries them either way.
+ */
+static int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			  void *addr, size_t len, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct ibv_rereg_mr cmd = {};
+	int ret;
+
+	ret = ibv_cmd_rereg_mr(vmr, flags, addr, len, (uintptr_t)addr, access,
+			       pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
+static struct ibv_mw *vrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	errno = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp));
+	if (errno) {
+		free(mw);
+		return NULL;
+	}
+	return mw;
+}
+
+static int vrdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (!ret)
+		free(mw);
+	return ret;
+}
+
+static int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr);
+
+/* ibv_bind_mw (type 1): a BIND_MW on the send queue with the next key. */
+static int vrdma_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			 struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1) {
+		errno = EINVAL;
+		return errno;
+	}
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.wr_id = mw_bind->wr_id;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = vrdma_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
+}
+
 static int vrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -686,10 +757,9 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 }
 
 /*
- * The ibv_wr_* operations of each QP type: what post_send carries, less
- * LOCAL_INV, which can only invalidate a fast-registration MR, and a user
- * process cannot have one. BIND_MW, TSO, ATOMIC_WRITE and FLUSH have no
- * SQE opcode.
+ * The ibv_wr_* operations of each QP type: what post_send carries (RC:
+ * also BIND_MW and LOCAL_INV, of type 2B windows). TSO, ATOMIC_WRITE and
+ * FLUSH have no SQE opcode.
  */
 enum {
 	VRDMA_QP_EX_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
@@ -699,7 +769,9 @@ enum {
 			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 			     IBV_QP_EX_WITH_RDMA_READ |
 			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+			     IBV_QP_EX_WITH_BIND_MW |
+			     IBV_QP_EX_WITH_LOCAL_INV,
 	VRDMA_QP_INIT_MASK = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -783,6 +855,8 @@ static int vrdma_sq_opcode(enum ibv_wr_opcode op)
 		return VRDMA_OP_SEND_WITH_INV;
 	case IBV_WR_LOCAL_INV:
 		return VRDMA_OP_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return VRDMA_OP_BIND_MW;
 	default:
 		return -1;
 	}
@@ -949,6 +1023,23 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 }
 
 /* Fill one SQE from @wr and finish it. */
+/*
+ * BIND_MW (vrdma_wqe.h): ex the window's key (its index names it), rkey
+ * the key it gets, the range in raddr/compare_add, the rights in swap,
+ * the MR in sge[0].lkey. Without an MR (a type 1 unbind) lkey is 0.
+ */
+static void vrdma_sqe_set_bind(struct vrdma_sqe *sqe, struct ibv_mw *mw,
+			       uint32_t rkey,
+			       const struct ibv_mw_bind_info *bi)
+{
+	sqe->ex = mw ? mw->rkey : 0;
+	sqe->rkey = rkey;
+	sqe->raddr = bi->addr;
+	sqe->compare_add = bi->length;
+	sqe->swap = bi->mw_access_flags;
+	sqe->sge[0].lkey = bi->mr ? bi->mr->lkey : 0;
+}
+
 static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 			   struct vrdma_sqe *sqe)
 {
@@ -991,6 +1082,10 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct ibv_send_wr *wr,
 		if (ret)
 			return ret;
 		break;
+	case IBV_WR_BIND_MW:
+		vrdma_sqe_set_bind(sqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+				   &wr->bind_mw.bind_info);
+		return vrdma_sqe_finish(qp, sqe, flags);
 	default:
 		break;
 	}
@@ -1335,6 +1430,24 @@ static void vrdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
 	vrdma_wr_set_inline_data_list(ibqp, 1, &buf);
 }
 
+static void vrdma_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_BIND_MW);
+
+	if (sqe)
+		vrdma_sqe_set_bind(sqe, mw, rkey, bind_info);
+}
+
+static void vrdma_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct vrdma_sqe *sqe = vrdma_wr_new(ibqp, VRDMA_OP_LOCAL_INV);
+
+	if (sqe)
+		sqe->ex = invalidate_rkey;
+}
+
 static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops)
 {
 	struct ibv_qp_ex *ex = &qp->vqp.qp_ex;
@@ -1355,6 +1468,10 @@ static void vrdma_set_qp_send_ops(struct vrdma_qp *qp, uint64_t ops)
 		ex->wr_atomic_cmp_swp = vrdma_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = vrdma_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = vrdma_wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		ex->wr_local_inv = vrdma_wr_local_inv;
 
 	ex->wr_set_ud_addr = vrdma_wr_set_ud_addr;
 	ex->wr_set_sge = vrdma_wr_set_sge;
@@ -1478,14 +1595,17 @@ static void vrdma_async_event(struct ibv_context *ctx,
 }
 
 static const struct verbs_context_ops vrdma_ctx_ops = {
+	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.async_event = vrdma_async_event,
+	.bind_mw = vrdma_bind_mw,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
 	.create_cq_ex = vrdma_create_cq_ex,
 	.create_qp = vrdma_create_qp,
 	.create_qp_ex = vrdma_create_qp_ex,
 	.create_srq = vrdma_create_srq,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,
@@ -1504,6 +1624,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
 	.reg_mr = vrdma_reg_mr,
+	.rereg_mr = vrdma_rereg_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.resize_cq = vrdma_resize_cq,
 };

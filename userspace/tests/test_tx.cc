@@ -710,9 +710,9 @@ TEST_F(Tx, SequenceNackGoBackNResendsEverything)
 
 TEST_F(Tx, FatalNacksFailTheConnection)
 {
-	uint8_t codes[] = {VT_NACK_REM_ACCESS, VT_NACK_INV_REQ};
-	int errs[] = {VT_ERR_REM_ACCESS, VT_ERR_REM_INV_REQ};
-	for (int i = 0; i < 2; i++) {
+	uint8_t codes[] = {VT_NACK_REM_ACCESS, VT_NACK_INV_REQ, VT_NACK_REM_OP};
+	int errs[] = {VT_ERR_REM_ACCESS, VT_ERR_REM_INV_REQ, VT_ERR_REM_OP};
+	for (int i = 0; i < 3; i++) {
 		init();
 		ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
 		send(0);

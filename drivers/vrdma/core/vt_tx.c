@@ -390,6 +390,9 @@ static void on_nack(struct vt_conn *c, u64 now, const struct vt_ack *a)
 	case VT_NACK_REM_ACCESS:
 		fail(c, VT_ERR_REM_ACCESS);
 		break;
+	case VT_NACK_REM_OP:
+		fail(c, VT_ERR_REM_OP);
+		break;
 	default:
 		fail(c, VT_ERR_REM_INV_REQ);
 		break;

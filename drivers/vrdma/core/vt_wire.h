@@ -35,6 +35,7 @@ enum vt_err {
 	VT_ERR_RNR_RETRY_EXC = -10, /* -> IBV_WC_RNR_RETRY_EXC_ERR */
 	VT_ERR_REM_ACCESS = -11, /* -> IBV_WC_REM_ACCESS_ERR */
 	VT_ERR_REM_INV_REQ = -12, /* -> IBV_WC_REM_INV_REQ_ERR */
+	VT_ERR_REM_OP = -13,	/* -> IBV_WC_REM_OP_ERR */
 };
 
 enum vt_opcode {
@@ -75,7 +76,8 @@ enum vt_nack_code {
 	VT_NACK_SEQ = 2,	/* sequence error: resend from cum_psn */
 	VT_NACK_REM_ACCESS = 3,	/* rkey/va check failed */
 	VT_NACK_INV_REQ = 4,	/* invalid request */
-	VT_NACK_MAX = VT_NACK_INV_REQ,
+	VT_NACK_REM_OP = 5,	/* remote operational error (receive WQE) */
+	VT_NACK_MAX = VT_NACK_REM_OP,
 };
 
 /*
