@@ -75,9 +75,12 @@ vm_kernel_image() {
 
 # Stage-1 initramfs: busybox, virtio/9p/overlay modules, initramfs-init.
 # BASE (default /) holds lib/modules/VER; a module built into the kernel
-# (the debug kernel has them all) is left out and initramfs-init skips it.
+# is left out and initramfs-init skips it. Another BASE is the debug
+# kernel's, which has all of them built in (or not needed, as fscache
+# without 9P_FSCACHE): its image carries none.
 vm_initramfs() {
-	local ver=$1 base=${2:-/} out="$VM_CACHE/$1/initramfs.cpio.gz" tmp m path
+	local ver=$1 base=${2:-/} out="$VM_CACHE/$1/initramfs.cpio.gz" tmp m path mods=$VM_INITRD_MODULES
+	[ "$base" = / ] || mods=
 	if [ -s "$out" ] && [ "$out" -nt "$VM_DIR/initramfs-init" ] &&
 	   [ "$out" -nt "$base/lib/modules/$ver/modules.dep" ]; then
 		echo "$out"
@@ -90,7 +93,7 @@ vm_initramfs() {
 	for m in sh mount umount insmod mkdir switch_root echo cat sleep ls; do
 		ln -s busybox "$tmp/bin/$m"
 	done
-	for m in $VM_INITRD_MODULES; do
+	for m in $mods; do
 		path=$(modinfo -b "$base" -k "$ver" -n "$m" 2>/dev/null) || { vm_log "module $m missing for $ver"; rm -rf "$tmp"; return 1; }
 		case "$path" in
 		"(builtin)") ;;
