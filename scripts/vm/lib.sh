@@ -74,23 +74,29 @@ vm_kernel_image() {
 }
 
 # Stage-1 initramfs: busybox, virtio/9p/overlay modules, initramfs-init.
+# BASE (default /) holds lib/modules/VER; a module built into the kernel
+# is left out and initramfs-init skips it. Another BASE is the debug
+# kernel's, which has all of them built in (or not needed, as fscache
+# without 9P_FSCACHE): its image carries none.
 vm_initramfs() {
-	local ver=$1 out="$VM_CACHE/$1/initramfs.cpio.gz" tmp m path
+	local ver=$1 base=${2:-/} out="$VM_CACHE/$1/initramfs.cpio.gz" tmp m path mods=$VM_INITRD_MODULES
+	[ "$base" = / ] || mods=
 	if [ -s "$out" ] && [ "$out" -nt "$VM_DIR/initramfs-init" ] &&
-	   [ "$out" -nt "/lib/modules/$ver/modules.dep" ]; then
+	   [ "$out" -nt "$base/lib/modules/$ver/modules.dep" ]; then
 		echo "$out"
 		return 0
 	fi
 	command -v busybox >/dev/null || { vm_log "busybox-static is not installed"; return 1; }
 	tmp=$(mktemp -d "$VM_CACHE/initramfs.XXXXXX")
-	mkdir -p "$tmp"/{bin,dev,proc,sys,modules}
+	mkdir -p "$VM_CACHE/$ver" "$tmp"/{bin,dev,proc,sys,modules}
 	cp "$(command -v busybox)" "$tmp/bin/busybox"
 	for m in sh mount umount insmod mkdir switch_root echo cat sleep ls; do
 		ln -s busybox "$tmp/bin/$m"
 	done
-	for m in $VM_INITRD_MODULES; do
-		path=$(modinfo -k "$ver" -n "$m" 2>/dev/null) || { vm_log "module $m missing for $ver"; rm -rf "$tmp"; return 1; }
+	for m in $mods; do
+		path=$(modinfo -b "$base" -k "$ver" -n "$m" 2>/dev/null) || { vm_log "module $m missing for $ver"; rm -rf "$tmp"; return 1; }
 		case "$path" in
+		"(builtin)") ;;
 		*.ko) cp "$path" "$tmp/modules/$m.ko" ;;
 		*.ko.xz) xz -dc "$path" >"$tmp/modules/$m.ko" ;;
 		*.ko.zst) zstd -qdc "$path" >"$tmp/modules/$m.ko" ;;

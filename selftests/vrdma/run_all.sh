@@ -9,6 +9,8 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 dir=$(cd "$(dirname "$0")" && pwd)
 timeout=300
 [ -f "$dir/settings" ] && timeout=$(sed -n 's/^timeout=//p' "$dir/settings")
+# A slower kernel (the debug kernel) raises it: SELFTEST_TIMEOUT=S.
+[ -n "${SELFTEST_TIMEOUT:-}" ] && timeout=$SELFTEST_TIMEOUT
 
 if [ $# -gt 0 ]; then
 	tests=("$@")

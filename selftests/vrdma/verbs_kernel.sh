@@ -10,7 +10,7 @@
 require_root
 require_cmd rdma ip insmod
 require_vrdma
-KO=$VRDMA_REPO/build/kulp/vrdma_kulp_test.ko
+KO=${VRDMA_KULP_KO:-$VRDMA_REPO/build/kulp/vrdma_kulp_test.ko}
 [ -f "$KO" ] || skip_all "$KO not built (scripts/build-kulp)"
 
 verbs_dev || { ktap_fail "vrdma device on a dummy netdev"; ktap_finished; }
