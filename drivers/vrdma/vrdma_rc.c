@@ -303,38 +303,70 @@ static bool vrdma_rc_from_peer(struct vrdma_rc_conn *rc, struct sk_buff *skb)
 }
 
 /*
- * A decoded packet for this device, from softirq. Exactly one of @dh and
- * @ack is set. Consumes nothing: the caller frees @skb.
+ * The end of a run of packets for one connection: run its sender once (new
+ * READ responses, a window the ACKs opened, freed read slots), unlock.
  */
-void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
-		 const struct vt_data_hdr *dh, const struct vt_ack *ack)
+void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
+{
+	struct vrdma_rc_conn *rc = b->rc;
+
+	if (!rc)
+		return;
+	b->rc = NULL;
+	vrdma_rc_run_at(rc, b->now);
+	spin_unlock_bh(&rc->lock);
+	rcu_read_unlock();
+}
+
+/* Take (or keep) the connection of @qpn in @b; NULL if there is none. */
+static struct vrdma_rc_conn *vrdma_rc_rx_conn(struct vrdma_dev *vdev,
+					      u32 qpn, struct vrdma_rc_rxb *b)
 {
 	struct vrdma_verbs_dev *vd = vdev->priv;
-	u32 qpn = dh ? dh->dst_conn : ack->dst_conn;
 	struct vrdma_rc_conn *rc;
 	struct vrdma_qp *qp;
 
+	if (b->rc && b->qpn == qpn)
+		return b->rc;
+	vrdma_rc_rx_flush(b);
 	rcu_read_lock();
 	qp = vd ? xa_load(&vd->qp_xa, qpn) : NULL;
 	rc = qp && qp->ibqp.qp_type == IB_QPT_RC ? qp_rc(qp) : NULL;
 	if (!rc) {
-		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
-		goto out;
+		rcu_read_unlock();
+		return NULL;
 	}
 	spin_lock_bh(&rc->lock);
-	if (rc->dead && dh && rc->resp.nack && vrdma_rc_from_peer(rc, skb))
+	b->rc = rc;
+	b->qpn = qpn;
+	b->now = vrdma_rc_now();
+	return rc;
+}
+
+/*
+ * A decoded packet for this device, from softirq. Exactly one of @dh and
+ * @ack is set. Consumes nothing: the caller frees @skb, and ends the run
+ * with vrdma_rc_rx_flush().
+ */
+void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
+		 const struct vt_data_hdr *dh, const struct vt_ack *ack,
+		 struct vrdma_rc_rxb *b)
+{
+	u32 qpn = dh ? dh->dst_conn : ack->dst_conn;
+	struct vrdma_rc_conn *rc = vrdma_rc_rx_conn(vdev, qpn, b);
+
+	if (!rc)
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+	else if (rc->dead && dh && rc->resp.nack && vrdma_rc_from_peer(rc, skb))
 		vrdma_resp_replay_nack(rc, dh);	/* in ERR after a fatal NACK */
 	else if (rc->dead)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
 	else if (!vrdma_rc_from_peer(rc, skb))
 		vrdma_count(vdev, VRDMA_CNT_RX_BAD_PEER, 1);
 	else if (dh)
-		vrdma_resp_rx_data(rc, skb, dh, vrdma_rc_now());
+		vrdma_resp_rx_data(rc, skb, dh, b->now);
 	else
-		vrdma_req_rx_ack(rc, ack, vrdma_rc_now());
-	spin_unlock_bh(&rc->lock);
-out:
-	rcu_read_unlock();
+		vrdma_req_rx_ack(rc, ack, b->now);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

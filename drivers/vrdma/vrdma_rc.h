@@ -220,8 +220,23 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp);
 bool vrdma_rc_failed(struct vrdma_qp *qp);
 void vrdma_rc_destroy(struct vrdma_qp *qp);
 void vrdma_rc_kick(struct vrdma_qp *qp);
+
+/*
+ * The connection the receive path holds across the packets of one skb (a
+ * batch): one lookup, one lock, one clock read and one sender run per run
+ * of packets for the same QP instead of per packet. Locked (and under
+ * RCU) while rc is set; vrdma_rc_rx_flush() ends it.
+ */
+struct vrdma_rc_rxb {
+	struct vrdma_rc_conn *rc;
+	u32 qpn;
+	u64 now;
+};
+
 void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
-		 const struct vt_data_hdr *dh, const struct vt_ack *ack);
+		 const struct vt_data_hdr *dh, const struct vt_ack *ack,
+		 struct vrdma_rc_rxb *b);
+void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b);
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);

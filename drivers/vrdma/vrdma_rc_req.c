@@ -603,7 +603,7 @@ void vrdma_req_rx_ack(struct vrdma_rc_conn *rc, const struct vt_ack *ack,
 		vrdma_req_fail_oldest(rc, vrdma_req_err_status(r.error));
 	if (r.msgs_done)
 		vrdma_resp_fail_check(rc);	/* responses delivered */
-	vrdma_rc_run_at(rc, now);	/* the window opened */
+	/* the window opened: vrdma_rc_rx_flush() sends */
 }
 
 /* ---- READ and atomic responses ---------------------------------------------- */

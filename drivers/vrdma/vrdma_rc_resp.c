@@ -613,5 +613,5 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 		resp->nack_psn = h->psn;
 		vrdma_resp_fail_check(rc);
 	}
-	vrdma_rc_run_at(rc, now);	/* READ responses, freed read slots */
+	/* READ responses and freed read slots: vrdma_rc_rx_flush() sends */
 }

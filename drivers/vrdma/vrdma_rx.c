@@ -27,7 +27,7 @@ static_assert(VRDMA_RX_HDR_MAX >= VT_DATA_HDR_LEN);
 
 /* One packet: @len bytes at offset @off of @skb. False if malformed. */
 static bool vrdma_rx_one(struct vrdma_dev *vdev, struct sk_buff *skb,
-			 u32 off, u32 len)
+			 u32 off, u32 len, struct vrdma_rc_rxb *b)
 {
 	u8 buf[VRDMA_RX_HDR_MAX];
 	const void *p;
@@ -45,21 +45,24 @@ static bool vrdma_rx_one(struct vrdma_dev *vdev, struct sk_buff *skb,
 	if (op == VT_OP_ACK || op == VT_OP_NACK) {
 		if (vt_ack_decode(p, len, &ack) < 0)
 			return false;
-		vrdma_rc_rx(vdev, skb, NULL, &ack);
+		vrdma_rc_rx(vdev, skb, NULL, &ack, b);
 		return true;
 	}
 	if (vt_data_hdr_decode(p, len, &dh) < 0)
 		return false;
-	if (dh.opcode == VT_OP_UD_SEND)
+	if (dh.opcode == VT_OP_UD_SEND) {
+		vrdma_rc_rx_flush(b);	/* no RC lock held into UD */
 		vrdma_ud_rx(vdev, skb, &dh);
-	else
-		vrdma_rc_rx(vdev, skb, &dh, NULL);
+	} else {
+		vrdma_rc_rx(vdev, skb, &dh, NULL, b);
+	}
 	return true;
 }
 
 /* Takes @skb (the UDP payload: one packet, or a batch of gso_size ones). */
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 {
+	struct vrdma_rc_rxb b = {};
 	u32 seg = skb->len, off, n;
 
 	if (skb_is_gso(skb) && skb_shinfo(skb)->gso_size) {
@@ -74,8 +77,9 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 	for (off = 0; off < skb->len; off += n) {
 		n = min_t(u32, seg, skb->len - off);
 		vrdma_count(vdev, VRDMA_CNT_RX_PKTS, 1);
-		if (!vrdma_rx_one(vdev, skb, off, n))
+		if (!vrdma_rx_one(vdev, skb, off, n, &b))
 			vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
 	}
+	vrdma_rc_rx_flush(&b);
 	consume_skb(skb);
 }
