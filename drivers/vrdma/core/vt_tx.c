@@ -540,6 +540,7 @@ static void on_rto(struct vt_conn *c, u64 now)
 	u32 psn, paths = 0, i;
 
 	t->rto_deadline = VT_NEVER;
+	t->frto_wait = false;	/* never past a timeout */
 	if (!outstanding(t))
 		return;
 	c->stats[VT_STAT_TIMEOUTS]++;
@@ -556,7 +557,6 @@ static void on_rto(struct vt_conn *c, u64 now)
 	 * first, and the rest once an ACK has shown the timeout real.
 	 */
 	t->frto = !t->rto_undo && !is_gbn(c);
-	t->frto_wait = false;
 	if (!t->rto_undo) {
 		/* the first timeout since progress: what an undo restores */
 		t->rto_undo_cwnd_fp = t->cwnd_fp;
