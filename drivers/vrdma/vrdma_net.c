@@ -333,16 +333,22 @@ __be16 vrdma_net_sport(u32 qpn, u16 entropy)
  * skb_checksum in software); a device without scatter/gather gets the
  * skb linearized by the stack.
  */
+static void vrdma_net_skb_frag(struct sk_buff *skb, struct page *page,
+			       u32 off, u32 len)
+{
+	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, page, off, len);
+	skb->len += len;
+	skb->data_len += len;
+	skb->truesize += len;
+}
+
 void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr)
 {
-	u32 i, n = skb_shinfo(skb)->nr_frags;
+	u32 i;
 
 	for (i = 0; i < fr->n; i++)
-		skb_fill_page_desc(skb, n + i, fr->f[i].page, fr->f[i].off,
+		vrdma_net_skb_frag(skb, fr->f[i].page, fr->f[i].off,
 				   fr->f[i].len);
-	skb->len += fr->len;
-	skb->data_len += fr->len;
-	skb->truesize += fr->len;
 	fr->n = 0;
 	fr->len = 0;
 }
@@ -405,11 +411,8 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		b->closed = false;
 	}
 	skb = b->skb;
-	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, page,
-			   (u8 *)buf - (u8 *)page_address(page), buf_len);
-	skb->len += buf_len;
-	skb->data_len += buf_len;
-	skb->truesize += buf_len;
+	vrdma_net_skb_frag(skb, page, (u8 *)buf - (u8 *)page_address(page),
+			   buf_len);
 	vrdma_net_skb_frags(skb, fr);
 	b->n++;
 	if (len < b->seg)
