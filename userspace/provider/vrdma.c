@@ -1694,8 +1694,14 @@ static void vrdma_device_free(struct verbs_device *vdev)
 	free(container_of(vdev, struct vrdma_device, ibv_dev));
 }
 
-/* The kernel has no RDMA_DRIVER_ID for vrdma: match the device name. */
+/*
+ * The kernel reports vrdma's private driver id over netlink, which
+ * libibverbs matches first: a device named anything ("rdma link add eni0
+ * type vrdma ...") is ours. The name prefix is for a libibverbs that
+ * learns no driver id.
+ */
 static const struct verbs_match_ent vrdma_match_table[] = {
+	VERBS_DRIVER_ID((enum rdma_driver_id)VRDMA_UVERBS_DRIVER_ID),
 	VERBS_NAME_MATCH(VRDMA_IBDEV_PREFIX, NULL),
 	{},
 };
