@@ -486,6 +486,12 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	rc->qp = qp;
 	rc->qp_fail = qp_fail;
 	rc->dest_qpn = qp->attr.dest_qp_num;
+	/*
+	 * The SQ ring keeps its indices across RESET (the provider's producer
+	 * index runs on): a QP reset and connected again takes from where
+	 * the discarded WQEs ended, not from slot 0.
+	 */
+	rc->req.sq_taken = qp->sq.cons;
 	spin_lock_init(&rc->lock);
 	hrtimer_init(&rc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	rc->timer.function = vrdma_rc_timer;
