@@ -162,6 +162,16 @@ err_count:
 	return rv;
 }
 
+/* RESET and destroy: the QP's CQEs leave its (kernel) CQs. */
+static void vrdma_qp_clean_cqs(struct vrdma_qp *qp)
+{
+	struct ib_qp *ibqp = &qp->ibqp;
+
+	vrdma_cq_clean(to_vcq(ibqp->recv_cq), ibqp->qp_num);
+	if (ibqp->send_cq != ibqp->recv_cq)
+		vrdma_cq_clean(to_vcq(ibqp->send_cq), ibqp->qp_num);
+}
+
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
@@ -178,6 +188,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	else if (!READ_ONCE(qp->rc))
 		synchronize_rcu();
 	vrdma_rc_destroy(qp);
+	vrdma_qp_clean_cqs(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
 	atomic_dec(&vd->n_qp);
@@ -428,6 +439,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			vrdma_discard_ring(&qp->sq, &qp->sq_lock);
 			if (!ibqp->srq)
 				vrdma_discard_ring(&qp->rq, &qp->rq_lock);
+			vrdma_qp_clean_cqs(qp);
 			memset(&qp->attr, 0, sizeof(qp->attr));
 		}
 	}

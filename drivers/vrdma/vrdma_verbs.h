@@ -266,6 +266,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe);
+void vrdma_cq_clean(struct vrdma_cq *cq, u32 qpn);
 enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
 
 /* vrdma_qp.c */

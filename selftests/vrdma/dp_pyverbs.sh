@@ -46,10 +46,7 @@ PYV_SKIPS=(
 )
 # Known failures (docs/pyverbs.md): reported as SKIP with the reason; a
 # listed case that passes fails the test until it leaves the list.
-declare -A PYV_KNOWN=(
-	[test_mr.MRTest.test_mr_rereg_pd]="after RESET the CQ still holds the QP's flushed receive: vrdma does not clean a QP's CQEs on RESET"
-	[test_mr.MRTest.test_mr_rereg_addr]="same: a stale IBV_WC_WR_FLUSH_ERR after the QPs are restated"
-)
+declare -A PYV_KNOWN=()
 
 WORK=$(mktemp -d)
 defer rm -rf "$WORK"
