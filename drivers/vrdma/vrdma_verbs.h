@@ -190,7 +190,10 @@ struct vrdma_qp {
 	bool user;
 	u64 doorbells;
 	struct vrdma_rc_conn *rc;	/* RC: the connection (vrdma_rc.c) */
-	struct work_struct ud_work;	/* UD/GSI kernel QP: send (vrdma_ud.c) */
+	struct vrdma_uc *uc;		/* UC: the connection (vrdma_uc.c) */
+	struct mutex uc_tx_lock;	/* UC: one sender at a time; qp->uc */
+	/* UD/GSI/UC kernel QP: send (vrdma_ud.c) */
+	struct work_struct ud_work;
 };
 
 static inline struct vrdma_verbs_dev *vrdma_vdev(struct ib_device *ibdev)

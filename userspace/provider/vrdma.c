@@ -763,6 +763,8 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
  */
 enum {
 	VRDMA_QP_EX_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	VRDMA_QP_EX_OPS_UC = VRDMA_QP_EX_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 	VRDMA_QP_EX_OPS_RC = VRDMA_QP_EX_OPS_UD |
 			     IBV_QP_EX_WITH_SEND_WITH_INV |
 			     IBV_QP_EX_WITH_RDMA_WRITE |
@@ -781,6 +783,7 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *ctx,
 					 struct ibv_qp_init_attr_ex *attr)
 {
 	uint64_t ops = attr->qp_type == IBV_QPT_RC ? VRDMA_QP_EX_OPS_RC :
+		       attr->qp_type == IBV_QPT_UC ? VRDMA_QP_EX_OPS_UC :
 		       attr->qp_type == IBV_QPT_UD ? VRDMA_QP_EX_OPS_UD : 0;
 	uint32_t mask = attr->comp_mask;
 	struct ibv_qp *qp;
@@ -1000,15 +1003,27 @@ static int vrdma_sqe_add_sge(struct vrdma_context *ctx, struct vrdma_sqe *sqe,
 	return 0;
 }
 
+/* The transport service of @qp, for vrdma_sqe_check(). */
+static enum vrdma_sqe_qp vrdma_sqe_service(struct vrdma_qp *qp)
+{
+	switch (qp->vqp.qp.qp_type) {
+	case IBV_QPT_UD:
+		return VRDMA_SQE_QP_UD;
+	case IBV_QPT_UC:
+		return VRDMA_SQE_QP_UC;
+	default:
+		return VRDMA_SQE_QP_RC;
+	}
+}
+
 static int vrdma_sqe_finish(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 			    uint32_t flags)
 {
-	int ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	__u64 len;	/* vrdma_sqe_check() speaks uapi types */
 
 	/* the kernel's own check, run again when it takes the slot */
-	if (vrdma_sqe_check(sqe, flags, ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC,
-			    0, &len) != VRDMA_SQE_OK)
+	if (vrdma_sqe_check(sqe, flags, vrdma_sqe_service(qp), 0,
+			    &len) != VRDMA_SQE_OK)
 		return -EINVAL;
 	atomic_store_explicit((_Atomic(uint32_t) *)&sqe->flags,
 			      flags & ~VRDMA_WQE_VALID, memory_order_relaxed);
