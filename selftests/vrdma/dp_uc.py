@@ -22,6 +22,7 @@ from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 
 BUF = 64 * 1024
@@ -38,7 +39,7 @@ def tap(ok, what):
 
 
 class End:
-    def __init__(self, dev, gid):
+    def __init__(self, dev, gid, srq=False):
         self.ctx = Context(name=dev)
         self.gid = gid
         self.pd = PD(self.ctx)
@@ -47,8 +48,11 @@ class End:
         self.mr = MR(self.pd, BUF * DEPTH, access)
         cap = QPCap(max_send_wr=DEPTH, max_recv_wr=DEPTH,
                     max_send_sge=1, max_recv_sge=1)
+        self.srq = SRQ(self.pd, SrqInitAttr(SrqAttr(max_wr=DEPTH,
+                                                     max_sge=1))) \
+            if srq else None
         init = QPInitAttr(qp_type=e.IBV_QPT_UC, scq=self.cq, rcq=self.cq,
-                          cap=cap)
+                          srq=self.srq, cap=cap)
         self.qp = QP(self.pd, init)
 
     def connect(self, peer):
@@ -68,8 +72,9 @@ class End:
         return self.mr.buf + slot * BUF
 
     def post_recv(self, slot, n=BUF):
-        self.qp.post_recv(RecvWR(wr_id=slot, num_sge=1,
-                                 sg=[SGE(self.addr(slot), n, self.mr.lkey)]))
+        wr = RecvWR(wr_id=slot, num_sge=1,
+                    sg=[SGE(self.addr(slot), n, self.mr.lkey)])
+        (self.srq or self.qp).post_recv(wr)
 
     def poll(self, want, secs=10):
         wcs, t0 = [], time.time()
@@ -142,6 +147,25 @@ def refused(a, b, name, op):
     tap(len(a.poll(1, secs=0.3)) == 0, f"UC {name}: no completion")
 
 
+def too_long(a, b, i):
+    """A SEND longer than the receive WQE is dropped; the WQE serves the
+    next SEND (an RQ's stays at the head, an SRQ's is kept)."""
+    b.post_recv(i, 100)
+    a.mr.write(pattern(i, 100), 100, i * BUF)
+    send(a, e.IBV_WR_SEND, i, 5000)
+    sw = a.poll(1)
+    rw = b.poll(1, secs=0.5)
+    tap(len(sw) == 1 and sw[0].status == e.IBV_WC_SUCCESS and not rw,
+        "UC SEND of 5000 bytes into a 100-byte WQE: sent, silently dropped")
+    send(a, e.IBV_WR_SEND, i, 60)
+    a.poll(1)
+    rw = b.poll(1)
+    tap(len(rw) == 1 and rw[0].status == e.IBV_WC_SUCCESS and
+        rw[0].wr_id == i and rw[0].byte_len == 60 and
+        b.mr.read(60, i * BUF) == pattern(i, 60),
+        "UC: the next SEND of 60 bytes lands in that WQE")
+
+
 def lossy(a, b, count=40, n=4096):
     """Messages of 4 packets over a lossy wire: only whole ones arrive."""
     for i in range(count):
@@ -192,6 +216,16 @@ def main():
         refused(a, b, "RDMA_READ", e.IBV_WR_RDMA_READ)
         refused(a, b, "ATOMIC_FETCH_AND_ADD", e.IBV_WR_ATOMIC_FETCH_AND_ADD)
         one(a, b, "SEND after the refusals", e.IBV_WR_SEND, 2000, i + 1)
+        too_long(a, b, i + 2)
+        # the same with an SRQ at the receiver
+        c, d = End(dev1, gid1), End(dev2, gid2, srq=True)
+        c.connect(d)
+        d.connect(c)
+        one(c, d, "SEND (SRQ)", e.IBV_WR_SEND, 5000, 0)
+        one(c, d, "RDMA_WRITE_WITH_IMM (SRQ)", e.IBV_WR_RDMA_WRITE_WITH_IMM,
+            3000, 1)
+        too_long(c, d, 2)
+        one(c, d, "SEND after the drop (SRQ)", e.IBV_WR_SEND, 100, 3)
     print(f"# {n_test} tests, {failed} failed")
     return 1 if failed else 0
 

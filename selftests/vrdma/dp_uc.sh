@@ -3,7 +3,8 @@
 #
 # UC QPs between two vrdma devices of one namespace (dp_uc.py, through
 # pyverbs): SEND, SEND with immediate, RDMA WRITE and WRITE with
-# immediate at 0 bytes, one packet and many, every byte checked; READ and
+# immediate at 0 bytes, one packet and many, every byte checked, also into
+# an SRQ; a SEND too long for its WQE dropped, the WQE kept; READ and
 # atomics refused at post_send. Then the same QPs on a lossy wire (netem
 # loss on the namespace's lo, which the packets between two local devices
 # take): a message that lost a packet is dropped whole, the others arrive
