@@ -183,8 +183,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vd->qp_xa, ibqp->qp_num);
 	/*
 	 * Receive paths look the QP up under RCU: wait for them before it
-	 * is freed. The UD and connected-RC teardowns wait themselves; an
-	 * RC QP that never connected has no teardown to do it.
+	 * is freed. The UD/UC and connected-RC teardowns wait themselves;
+	 * an RC QP that never connected has no teardown to do it.
 	 */
 	if (vrdma_qp_ud_tx(qp))
 		vrdma_ud_destroy(qp);

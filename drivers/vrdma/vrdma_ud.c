@@ -10,6 +10,7 @@
  * gathered into one datagram, and it completes when sent. A user QP's
  * doorbell sends in the system call; a kernel QP sends from a work item,
  * because ib_mad posts with interrupts disabled and under its own lock.
+ * UC QPs send through the same loop (vrdma_uc_send_one, vrdma_uc.c).
  *
  * Receive (softirq): the QP is found by destination QPN under RCU (destroy
  * waits for a grace period before freeing the rings), the qkey checked,
