@@ -214,6 +214,38 @@ void vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
+/*
+ * Remove the CQEs of QP @qpn from a kernel consumer's CQ: the QP went to
+ * RESET or is being destroyed, and what it flushed must not be polled
+ * after it (nor name a QPN that a new QP may take). The kept CQEs move
+ * towards the newest end over the removed ones and the consumer index
+ * advances; producer and kernel poll are both under cq->lock. A user
+ * CQ's consumer index is the provider's, which does this itself.
+ */
+void vrdma_cq_clean(struct vrdma_cq *cq, u32 qpn)
+{
+	struct vrdma_ring *r = &cq->ring;
+	unsigned long flags;
+	u32 n, dst;
+
+	if (cq->user)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	dst = r->prod;
+	for (n = r->prod; n != r->cons;) {
+		struct vrdma_cqe *src = vrdma_ring_slot(r, --n);
+
+		if (src->qp_num == qpn)
+			continue;
+		if (--dst != n)
+			memcpy(vrdma_ring_slot(r, dst), src, sizeof(*src));
+	}
+	for (n = r->cons; n != dst; n++)
+		vrdma_slot_set(vrdma_ring_slot(r, n), 0);
+	r->cons = dst;
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 /* The completion opcode of a send WQE's opcode (enum vrdma_sq_opcode). */
 enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op)
 {

@@ -16,6 +16,7 @@
 #include "vrdma_verbs.h"
 #include "vrdma_rc.h"
 #include "vrdma_ud.h"
+#include "vrdma_uc.h"
 #include "rdma/vrdma_wqe.h"
 
 static const char * const vrdma_qp_state_name[] = {
@@ -62,6 +63,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 
 	switch (attr->qp_type) {
 	case IB_QPT_RC:
+	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
 	case IB_QPT_GSI:
@@ -88,6 +90,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_type = attr->sq_sig_type;
 	mutex_init(&qp->state_lock);
+	mutex_init(&qp->uc_tx_lock);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 
@@ -116,7 +119,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (rv)
 		goto err_rq;
 	ibqp->qp_num = qpn;
-	if (vrdma_qp_is_ud(qp))
+	if (vrdma_qp_ud_tx(qp))
 		vrdma_ud_create(qp);
 
 	/* report what we really provide */
@@ -162,6 +165,16 @@ err_count:
 	return rv;
 }
 
+/* RESET and destroy: the QP's CQEs leave its (kernel) CQs. */
+static void vrdma_qp_clean_cqs(struct vrdma_qp *qp)
+{
+	struct ib_qp *ibqp = &qp->ibqp;
+
+	vrdma_cq_clean(to_vcq(ibqp->recv_cq), ibqp->qp_num);
+	if (ibqp->send_cq != ibqp->recv_cq)
+		vrdma_cq_clean(to_vcq(ibqp->send_cq), ibqp->qp_num);
+}
+
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
@@ -170,14 +183,16 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vd->qp_xa, ibqp->qp_num);
 	/*
 	 * Receive paths look the QP up under RCU: wait for them before it
-	 * is freed. The UD and connected-RC teardowns wait themselves; an
-	 * RC QP that never connected has no teardown to do it.
+	 * is freed. The UD/UC and connected-RC teardowns wait themselves;
+	 * an RC QP that never connected has no teardown to do it.
 	 */
-	if (vrdma_qp_is_ud(qp))
+	if (vrdma_qp_ud_tx(qp))
 		vrdma_ud_destroy(qp);
 	else if (!READ_ONCE(qp->rc))
 		synchronize_rcu();
 	vrdma_rc_destroy(qp);
+	vrdma_uc_destroy(qp);
+	vrdma_qp_clean_cqs(qp);
 	vrdma_ring_free(&qp->rq);
 	vrdma_ring_free(&qp->sq);
 	atomic_dec(&vd->n_qp);
@@ -346,6 +361,23 @@ static int vrdma_check_qp_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 	return 0;
 }
 
+/* The data path of a connected QP: connect at RTR, send from RTS. */
+static int vrdma_qp_connect(struct vrdma_qp *qp, enum ib_qp_state cur,
+			    enum ib_qp_state next)
+{
+	bool uc = vrdma_qp_is_uc(qp);
+
+	if (next == IB_QPS_RTR)
+		return uc ? vrdma_uc_connect(qp) :
+			    vrdma_rc_connect(qp, vrdma_qp_set_error);
+	if (next != IB_QPS_RTS || cur != IB_QPS_RTR)
+		return 0;
+	if (!uc)
+		return vrdma_rc_start(qp);
+	vrdma_uc_start(qp);
+	return 0;
+}
+
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
@@ -409,25 +441,24 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (next != cur) {
 		ibdev_dbg(ibqp->device, "qp %u: %s -> %s\n", ibqp->qp_num,
 			  vrdma_qp_state_name[cur], vrdma_qp_state_name[next]);
-		/* the data path: connect at RTR, send from RTS */
-		if (next == IB_QPS_RTR)
-			rv = vrdma_rc_connect(qp, vrdma_qp_set_error);
-		else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
-			rv = vrdma_rc_start(qp);
+		rv = vrdma_qp_connect(qp, cur, next);
 		if (rv)
 			goto out;
 		vrdma_qp_set_state(qp, next);
-		/* a UD doorbell rung before RTS left its WQEs queued */
-		if (next == IB_QPS_RTS && vrdma_qp_is_ud(qp))
+		/* a UD/UC doorbell rung before RTS left its WQEs queued */
+		if (next == IB_QPS_RTS && vrdma_qp_ud_tx(qp))
 			vrdma_ud_kick(qp);
 		if (next == IB_QPS_ERR) {
 			vrdma_rc_quiesce(qp);
+			vrdma_uc_quiesce(qp);
 			vrdma_qp_flush(qp);
 		} else if (next == IB_QPS_RESET) {
 			vrdma_rc_destroy(qp);
+			vrdma_uc_destroy(qp);
 			vrdma_discard_ring(&qp->sq, &qp->sq_lock);
 			if (!ibqp->srq)
 				vrdma_discard_ring(&qp->rq, &qp->rq_lock);
+			vrdma_qp_clean_cqs(qp);
 			memset(&qp->attr, 0, sizeof(qp->attr));
 		}
 	}
@@ -479,6 +510,9 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 {
 	enum ib_qp_type type = qp->ibqp.qp_type;
 	bool ud = type == IB_QPT_UD || type == IB_QPT_GSI;
+	enum vrdma_sqe_qp service = ud ? VRDMA_SQE_QP_UD :
+				    type == IB_QPT_UC ? VRDMA_SQE_QP_UC :
+							VRDMA_SQE_QP_RC;
 	u64 len;
 	int i;
 
@@ -586,9 +620,7 @@ static int vrdma_build_sqe(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 	}
 	sqe->num_sge = wr->num_sge;
 check:
-	if (vrdma_sqe_check(sqe, *flags,
-			    ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC, 1,
-			    &len) != VRDMA_SQE_OK)
+	if (vrdma_sqe_check(sqe, *flags, service, 1, &len) != VRDMA_SQE_OK)
 		return -EINVAL;
 	return 0;
 }
@@ -596,7 +628,7 @@ check:
 /* New send WQEs: the data path of the QP's type takes them. */
 static void vrdma_qp_kick(struct vrdma_qp *qp)
 {
-	if (vrdma_qp_is_ud(qp))
+	if (vrdma_qp_ud_tx(qp))
 		vrdma_ud_kick(qp);
 	else
 		vrdma_rc_kick(qp);

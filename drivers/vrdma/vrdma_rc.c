@@ -289,16 +289,15 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 	spin_unlock_bh(&rc->lock);
 }
 
-/* The packet comes from the connected peer's address. */
-static bool vrdma_rc_from_peer(struct vrdma_rc_conn *rc, struct sk_buff *skb)
+/* The packet comes from the connected peer's address (RC and UC). */
+bool vrdma_route_from_peer(const struct vrdma_route *r,
+			   const struct sk_buff *skb)
 {
 	if (skb->protocol == htons(ETH_P_IP))
-		return rc->route.family == AF_INET &&
-		       ip_hdr(skb)->saddr == rc->route.daddr.v4;
+		return r->family == AF_INET && ip_hdr(skb)->saddr == r->daddr.v4;
 	if (skb->protocol == htons(ETH_P_IPV6))
-		return rc->route.family == AF_INET6 &&
-		       ipv6_addr_equal(&ipv6_hdr(skb)->saddr,
-				       &rc->route.daddr.v6);
+		return r->family == AF_INET6 &&
+		       ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &r->daddr.v6);
 	return false;
 }
 
@@ -357,11 +356,11 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 
 	if (!rc)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
-	else if (rc->dead && dh && rc->resp.nack && vrdma_rc_from_peer(rc, skb))
+	else if (rc->dead && dh && rc->resp.nack && vrdma_route_from_peer(&rc->route, skb))
 		vrdma_resp_replay_nack(rc, dh);	/* in ERR after a fatal NACK */
 	else if (rc->dead)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
-	else if (!vrdma_rc_from_peer(rc, skb))
+	else if (!vrdma_route_from_peer(&rc->route, skb))
 		vrdma_count(vdev, VRDMA_CNT_RX_BAD_PEER, 1);
 	else if (dh)
 		vrdma_resp_rx_data(rc, skb, dh, b->now);
@@ -371,7 +370,8 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 
 /* ---- life cycle ---------------------------------------------------------- */
 
-static int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r)
+/* The route to the QP's primary path (RC and UC). */
+int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(&qp->attr.ah_attr);
 	union ib_gid sgid;
@@ -392,7 +392,7 @@ static int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r)
  * receiver places each by its offset, whatever its size. A smaller path
  * MTU is the user's choice and is kept.
  */
-static u32 vrdma_rc_payload(struct vrdma_qp *qp, int family)
+u32 vrdma_rc_payload(struct vrdma_qp *qp, int family)
 {
 	enum ib_mtu path_mtu = qp->attr.path_mtu ? qp->attr.path_mtu :
 						   IB_MTU_1024;
@@ -486,6 +486,12 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	rc->qp = qp;
 	rc->qp_fail = qp_fail;
 	rc->dest_qpn = qp->attr.dest_qp_num;
+	/*
+	 * The SQ ring keeps its indices across RESET (the provider's producer
+	 * index runs on): a QP reset and connected again takes from where
+	 * the discarded WQEs ended, not from slot 0.
+	 */
+	rc->req.sq_taken = qp->sq.cons;
 	spin_lock_init(&rc->lock);
 	hrtimer_init(&rc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	rc->timer.function = vrdma_rc_timer;

@@ -241,6 +241,11 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);
 bool vrdma_rc_zcopy(void);
+/* also the UC data path's (vrdma_uc.c) */
+int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r);
+u32 vrdma_rc_payload(struct vrdma_qp *qp, int family);
+bool vrdma_route_from_peer(const struct vrdma_route *r,
+			   const struct sk_buff *skb);
 
 /* vrdma_rc_req.c: the requester */
 void vrdma_req_take_sq(struct vrdma_rc_conn *rc);

@@ -12,7 +12,7 @@
  * region, from wherever it sits (head, page fragments, frag list).
  *
  * Decoded packets go to the data path (vrdma_rc.c, or vrdma_ud.c for
- * unreliable datagrams), which finds the QP by destination connection id.
+ * unreliable datagrams, vrdma_uc.c for UC), which finds the QP by destination connection id.
  */
 #include <linux/skbuff.h>
 
@@ -20,6 +20,7 @@
 #include "vt_wire.h"
 #include "vrdma_rc.h"
 #include "vrdma_ud.h"
+#include "vrdma_uc.h"
 
 /* the longest header a decoder reads */
 #define VRDMA_RX_HDR_MAX	VT_ACK_LEN
@@ -53,6 +54,9 @@ static bool vrdma_rx_one(struct vrdma_dev *vdev, struct sk_buff *skb,
 	if (dh.opcode == VT_OP_UD_SEND) {
 		vrdma_rc_rx_flush(b);	/* no RC lock held into UD */
 		vrdma_ud_rx(vdev, skb, &dh);
+	} else if (vt_op_is_uc(dh.opcode)) {
+		vrdma_rc_rx_flush(b);	/* nor into UC */
+		vrdma_uc_rx(vdev, skb, &dh);
 	} else {
 		vrdma_rc_rx(vdev, skb, &dh, NULL, b);
 	}

@@ -35,6 +35,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_TX_ZCOPY].name = "tx_zcopy_packets",
 	[VRDMA_CNT_TX_BATCHES].name = "tx_batches",
 	[VRDMA_CNT_RX_BATCHES].name = "rx_batches",
+	[VRDMA_CNT_RX_UC_DROP].name = "rx_uc_msgs_dropped",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -10,6 +10,7 @@
  * gathered into one datagram, and it completes when sent. A user QP's
  * doorbell sends in the system call; a kernel QP sends from a work item,
  * because ib_mad posts with interrupts disabled and under its own lock.
+ * UC QPs send through the same loop (vrdma_uc_send_one, vrdma_uc.c).
  *
  * Receive (softirq): the QP is found by destination QPN under RCU (destroy
  * waits for a grace period before freeing the rings), the qkey checked,
@@ -30,6 +31,7 @@
 #include "vrdma.h"
 #include "vrdma_verbs.h"
 #include "vrdma_ud.h"
+#include "vrdma_uc.h"
 
 #define VRDMA_UD_GRH_LEN	40	/* sizeof(struct ib_grh) */
 #define VRDMA_QKEY_USE_QP	0x80000000	/* IBA 10.2.5: use the QP's qkey */
@@ -155,12 +157,14 @@ static enum ib_wc_status vrdma_ud_send_one(struct vrdma_qp *qp,
 /*
  * Send every valid SQ slot. A slot is released when taken: the WQE is
  * done once its datagram left, and a flush racing with us (the QP entering
- * ERR) then never sees it twice.
+ * ERR) then never sees it twice. UC QPs send here too (vrdma_uc.c), one
+ * sender at a time: a message's packets leave in PSN order, unmixed.
  */
-static void vrdma_ud_tx(struct vrdma_qp *qp)
+static void vrdma_ud_tx_ring(struct vrdma_qp *qp)
 {
 	struct vrdma_ring *r = &qp->sq;
 	struct vrdma_cq *cq = to_vcq(qp->ibqp.send_cq);
+	bool uc = vrdma_qp_is_uc(qp);
 
 	for (;;) {
 		struct vrdma_cqe cqe = {};
@@ -192,10 +196,11 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 		r->cons++;
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-		st = vrdma_ud_send_one(qp, &s, &len);
+		st = uc ? vrdma_uc_send_one(qp, &s, &len) :
+			  vrdma_ud_send_one(qp, &s, &len);
 		if (st || (f & VRDMA_WQE_SIGNALED)) {
 			cqe.wr_id = s.wr_id;
-			cqe.opcode = IB_WC_SEND;
+			cqe.opcode = vrdma_sq_wc_opcode(s.opcode);
 			cqe.status = st;
 			cqe.byte_len = len;
 			cqe.qp_num = qp->ibqp.qp_num;
@@ -203,6 +208,17 @@ static void vrdma_ud_tx(struct vrdma_qp *qp)
 		}
 		cond_resched();
 	}
+}
+
+static void vrdma_ud_tx(struct vrdma_qp *qp)
+{
+	if (!vrdma_qp_is_uc(qp)) {
+		vrdma_ud_tx_ring(qp);
+		return;
+	}
+	mutex_lock(&qp->uc_tx_lock);
+	vrdma_ud_tx_ring(qp);
+	mutex_unlock(&qp->uc_tx_lock);
 }
 
 static void vrdma_ud_work(struct work_struct *work)

@@ -17,6 +17,12 @@ static inline bool vrdma_qp_is_ud(struct vrdma_qp *qp)
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
+/* The QP sends through vrdma_ud_tx(): UD, GSI and UC (vrdma_uc.c). */
+static inline bool vrdma_qp_ud_tx(struct vrdma_qp *qp)
+{
+	return vrdma_qp_is_ud(qp) || qp->ibqp.qp_type == IB_QPT_UC;
+}
+
 void vrdma_ud_create(struct vrdma_qp *qp);
 void vrdma_ud_destroy(struct vrdma_qp *qp);
 void vrdma_ud_kick(struct vrdma_qp *qp);

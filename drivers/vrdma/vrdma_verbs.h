@@ -190,7 +190,10 @@ struct vrdma_qp {
 	bool user;
 	u64 doorbells;
 	struct vrdma_rc_conn *rc;	/* RC: the connection (vrdma_rc.c) */
-	struct work_struct ud_work;	/* UD/GSI kernel QP: send (vrdma_ud.c) */
+	struct vrdma_uc *uc;		/* UC: the connection (vrdma_uc.c) */
+	struct mutex uc_tx_lock;	/* UC: one sender at a time; qp->uc */
+	/* UD/GSI/UC kernel QP: send (vrdma_ud.c) */
+	struct work_struct ud_work;
 };
 
 static inline struct vrdma_verbs_dev *vrdma_vdev(struct ib_device *ibdev)
@@ -266,6 +269,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int vrdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrdma_cq_push(struct vrdma_cq *cq, const struct vrdma_cqe *cqe);
+void vrdma_cq_clean(struct vrdma_cq *cq, u32 qpn);
 enum ib_wc_opcode vrdma_sq_wc_opcode(u8 op);
 
 /* vrdma_qp.c */

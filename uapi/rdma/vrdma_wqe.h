@@ -26,6 +26,7 @@ enum vrdma_sqe_status {
 enum vrdma_sqe_qp {
 	VRDMA_SQE_QP_RC,
 	VRDMA_SQE_QP_UD,
+	VRDMA_SQE_QP_UC,
 };
 
 static inline int vrdma_sqe_is_atomic(__u8 opcode)
@@ -60,9 +61,13 @@ vrdma_sqe_check(const struct vrdma_sqe *sqe, __u32 flags, enum vrdma_sqe_qp qp,
 	case VRDMA_OP_SEND_WITH_IMM:
 		/* the only operations of the UD service (IBA 9.8) */
 		break;
-	case VRDMA_OP_SEND_WITH_INV:
 	case VRDMA_OP_RDMA_WRITE:
 	case VRDMA_OP_RDMA_WRITE_WITH_IMM:
+		/* UC: SEND and RDMA WRITE, with or without immediate (IBA 9.8) */
+		if (qp == VRDMA_SQE_QP_UD)
+			return VRDMA_SQE_LOC_QP_OP_ERR;
+		break;
+	case VRDMA_OP_SEND_WITH_INV:
 		if (qp != VRDMA_SQE_QP_RC)
 			return VRDMA_SQE_LOC_QP_OP_ERR;
 		break;
@@ -79,7 +84,7 @@ vrdma_sqe_check(const struct vrdma_sqe *sqe, __u32 flags, enum vrdma_sqe_qp qp,
 			return VRDMA_SQE_LOC_QP_OP_ERR;
 		break;
 	case VRDMA_OP_LOCAL_INV:
-		/* the UD data path manages no memory regions */
+		/* the UD and UC data paths manage no memory regions */
 		if (qp != VRDMA_SQE_QP_RC)
 			return VRDMA_SQE_LOC_QP_OP_ERR;
 		return VRDMA_SQE_OK;	/* no data: sge[] is ignored */

@@ -763,6 +763,8 @@ static struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
  */
 enum {
 	VRDMA_QP_EX_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	VRDMA_QP_EX_OPS_UC = VRDMA_QP_EX_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 	VRDMA_QP_EX_OPS_RC = VRDMA_QP_EX_OPS_UD |
 			     IBV_QP_EX_WITH_SEND_WITH_INV |
 			     IBV_QP_EX_WITH_RDMA_WRITE |
@@ -781,6 +783,7 @@ static struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *ctx,
 					 struct ibv_qp_init_attr_ex *attr)
 {
 	uint64_t ops = attr->qp_type == IBV_QPT_RC ? VRDMA_QP_EX_OPS_RC :
+		       attr->qp_type == IBV_QPT_UC ? VRDMA_QP_EX_OPS_UC :
 		       attr->qp_type == IBV_QPT_UD ? VRDMA_QP_EX_OPS_UD : 0;
 	uint32_t mask = attr->comp_mask;
 	struct ibv_qp *qp;
@@ -809,12 +812,63 @@ static int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 				sizeof(cmd));
 }
 
+/*
+ * Remove the CQEs of QP @qpn from @cq, as mlx5's provider does when a QP
+ * goes to RESET or is destroyed (its flushed WRs must not be polled after
+ * it). Under the ring lock, the valid CQEs from the consumer index to the
+ * newest are walked from the newest: those of other QPs move towards the
+ * newest end, over the removed ones, and the consumer index advances past
+ * the slots this frees. The kernel writes only at its producer index,
+ * into a slot whose VALID is clear: after the newest CQE seen here, or
+ * into a freed slot once everything else moved out of it, so it never
+ * sees a hole and never races a slot rewritten here.
+ */
+static void vrdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct vrdma_cq *cq = to_vcq(ibcq);
+	struct vrdma_ring *r = &cq->ring;
+	uint32_t end, n, dst;
+
+	pthread_spin_lock(&r->lock);
+	for (end = r->head; end - r->head < r->num_slots; end++)
+		if (!(vrdma_slot_flags(vrdma_ring_slot(r, end)) &
+		      VRDMA_CQE_VALID))
+			break;
+	dst = end;
+	for (n = end; n != r->head;) {
+		struct vrdma_cqe *src = vrdma_ring_slot(r, --n);
+
+		if (src->qp_num == qpn)
+			continue;
+		if (--dst != n)
+			memcpy(vrdma_ring_slot(r, dst), src, sizeof(*src));
+	}
+	for (n = r->head; n != dst; n++)
+		vrdma_slot_set(vrdma_ring_slot(r, n), 0);
+	r->head = dst;
+	pthread_spin_unlock(&r->lock);
+}
+
+/* The QP's CQEs go when it is reset or destroyed. */
+static void vrdma_qp_clean_cqs(struct ibv_qp *qp, uint32_t qpn)
+{
+	if (qp->recv_cq)
+		vrdma_cq_clean(qp->recv_cq, qpn);
+	if (qp->send_cq && qp->send_cq != qp->recv_cq)
+		vrdma_cq_clean(qp->send_cq, qpn);
+}
+
 static int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			   int attr_mask)
 {
 	struct ibv_modify_qp cmd = {};
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!ret && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RESET)
+		vrdma_qp_clean_cqs(qp, qp->qp_num);
+	return ret;
 }
 
 static int vrdma_destroy_qp(struct ibv_qp *ibqp)
@@ -825,6 +879,7 @@ static int vrdma_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
+	vrdma_qp_clean_cqs(ibqp, ibqp->qp_num);	/* the CQs outlive it */
 	vrdma_ring_unmap(&qp->sq);
 	vrdma_ring_unmap(&qp->rq);
 	pthread_spin_destroy(&qp->sq.lock);
@@ -948,15 +1003,27 @@ static int vrdma_sqe_add_sge(struct vrdma_context *ctx, struct vrdma_sqe *sqe,
 	return 0;
 }
 
+/* The transport service of @qp, for vrdma_sqe_check(). */
+static enum vrdma_sqe_qp vrdma_sqe_service(struct vrdma_qp *qp)
+{
+	switch (qp->vqp.qp.qp_type) {
+	case IBV_QPT_UD:
+		return VRDMA_SQE_QP_UD;
+	case IBV_QPT_UC:
+		return VRDMA_SQE_QP_UC;
+	default:
+		return VRDMA_SQE_QP_RC;
+	}
+}
+
 static int vrdma_sqe_finish(struct vrdma_qp *qp, struct vrdma_sqe *sqe,
 			    uint32_t flags)
 {
-	int ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	__u64 len;	/* vrdma_sqe_check() speaks uapi types */
 
 	/* the kernel's own check, run again when it takes the slot */
-	if (vrdma_sqe_check(sqe, flags, ud ? VRDMA_SQE_QP_UD : VRDMA_SQE_QP_RC,
-			    0, &len) != VRDMA_SQE_OK)
+	if (vrdma_sqe_check(sqe, flags, vrdma_sqe_service(qp), 0,
+			    &len) != VRDMA_SQE_OK)
 		return -EINVAL;
 	atomic_store_explicit((_Atomic(uint32_t) *)&sqe->flags,
 			      flags & ~VRDMA_WQE_VALID, memory_order_relaxed);

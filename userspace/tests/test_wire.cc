@@ -162,7 +162,7 @@ TEST(Wire, DataDecodeRejectsBadFields)
 		int err;
 	} cases[] = {
 		{0, 0, VT_ERR_VERSION},  {0, 2, VT_ERR_VERSION},
-		{1, 0, VT_ERR_OPCODE},   {1, 8, VT_ERR_OPCODE},
+		{1, 0, VT_ERR_OPCODE},   {1, 0x0a, VT_ERR_OPCODE},
 		{1, VT_OP_ACK, VT_ERR_OPCODE},
 		{2, VT_F_SE | VT_F_SOM, VT_ERR_FIELD}, // SE before EOM
 		{2, 0x80 | VT_F_SOM, VT_ERR_FIELD},
@@ -320,6 +320,48 @@ vt_data_hdr atomic_hdr(uint8_t op)
 	return h;
 }
 
+TEST(Wire, UcPacketsRoundTripWithoutReliableFields)
+{
+	for (uint8_t op : {uint8_t(VT_OP_UC_SEND), uint8_t(VT_OP_UC_WRITE)}) {
+		vt_data_hdr h = full_hdr(), o;
+		h.opcode = op;
+		h.dst_conn = 0x123456;
+		h.psn = 0xffffff;
+		h.flags = VT_F_SOM | VT_F_EOM | VT_F_IMM | VT_F_SE;
+		h.msg_len = h.payload_len;
+		auto b = enc(h);
+		ASSERT_EQ(vt_data_hdr_decode(b.data(), b.size(), &o), VT_DATA_HDR_LEN);
+		EXPECT_EQ(o.opcode, op);
+		EXPECT_EQ(o.psn, 0xffffffu);
+		EXPECT_EQ(vt_pkt_opcode(b.data(), b.size()), op);
+		// 24-bit QPN and PSN; never ACK-requested, retransmitted, INV
+		std::vector<uint8_t> w(VT_DATA_HDR_LEN + h.payload_len);
+		vt_data_hdr bad = h;
+		bad.psn = 0x1000000;
+		EXPECT_EQ(vt_data_hdr_encode(&bad, w.data(), w.size()), VT_ERR_FIELD);
+		bad = h;
+		bad.dst_conn = 0x1000000;
+		EXPECT_EQ(vt_data_hdr_encode(&bad, w.data(), w.size()), VT_ERR_FIELD);
+		for (uint8_t f : {uint8_t(VT_F_ACKREQ), uint8_t(VT_F_RETX),
+				  uint8_t(VT_F_INV)}) {
+			bad = h;
+			bad.flags |= f;
+			EXPECT_EQ(vt_data_hdr_encode(&bad, w.data(), w.size()),
+				  VT_ERR_FIELD);
+		}
+	}
+	// a solicited event needs a receive WQE: not on a plain WRITE
+	vt_data_hdr h = full_hdr();
+	std::vector<uint8_t> w(VT_DATA_HDR_LEN + h.payload_len);
+	h.opcode = VT_OP_UC_WRITE;
+	h.dst_conn = 1;
+	h.psn = 1;
+	h.flags = VT_F_SOM | VT_F_EOM | VT_F_SE;
+	h.imm = 0;
+	h.msg_len = h.payload_len;
+	EXPECT_EQ(vt_data_hdr_encode(&h, w.data(), w.size()), VT_ERR_FIELD);
+}
+
 TEST(Wire, AtomicPacketsAreOneFixedSizePacket)
 {
 	for (uint8_t op : {uint8_t(VT_OP_ATOMIC_REQ), uint8_t(VT_OP_ATOMIC_RESP)}) {
@@ -423,7 +465,7 @@ TEST(Wire, EncodeChecksArguments)
 	EXPECT_EQ(vt_data_hdr_encode(&h, b, VT_DATA_HDR_LEN - 1), VT_ERR_NOSPC);
 	EXPECT_EQ(vt_data_hdr_encode(nullptr, b, sizeof(b)), VT_ERR_INVAL);
 	EXPECT_EQ(vt_data_hdr_decode(nullptr, 100, &h), VT_ERR_INVAL);
-	h.opcode = 9;
+	h.opcode = 0x0a;	/* the first unassigned data opcode */
 	EXPECT_EQ(vt_data_hdr_encode(&h, b, sizeof(b)), VT_ERR_OPCODE);
 	vt_ack a = full_ack();
 	EXPECT_EQ(vt_ack_encode(&a, b, VT_ACK_LEN - 1), VT_ERR_NOSPC);

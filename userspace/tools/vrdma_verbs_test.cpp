@@ -291,9 +291,24 @@ void test_qp(Dev &d)
 	check(!qp && errno == EINVAL, "create_qp with 7 SGEs: EINVAL");
 	qp = make_qp(pd, cq, IBV_QPT_RC, nullptr, 16, 16, 2, 4096);
 	check(!qp && errno == EINVAL, "create_qp with 4 KB inline: EINVAL");
-	qp = make_qp(pd, cq, IBV_QPT_UC);
+	qp = make_qp(pd, cq, IBV_QPT_RAW_PACKET);
 	check(!qp && (errno == EOPNOTSUPP || errno == EINVAL),
-	      "create_qp UC unsupported");
+	      "create_qp RAW_PACKET unsupported");
+	qp = make_qp(pd, cq, IBV_QPT_UC);
+	check(qp && qp->qp_type == IBV_QPT_UC, "create_qp UC");
+	if (qp) {
+		ibv_qp_attr a{};
+
+		/* a UD attribute is not one of UC's (ib_modify_qp_is_ok) */
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		a.qkey = 0x11;
+		check(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_QKEY) == EINVAL,
+		      "modify_qp UC to INIT with a qkey: EINVAL");
+		check(to_init(qp) == 0, "modify_qp UC to INIT");
+		check(ibv_destroy_qp(qp) == 0, "destroy_qp UC");
+	}
 
 	ibv_qp_init_attr ia{};
 	ia.send_cq = cq;

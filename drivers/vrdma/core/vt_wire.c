@@ -68,7 +68,11 @@ static int data_check(const struct vt_data_hdr *h)
 
 	if (h->opcode == VT_OP_UD_SEND)
 		return ud_check(h);
-	if (!vt_op_is_data(h->opcode))
+	if (vt_op_is_uc(h->opcode) &&
+	    (((h->dst_conn | h->psn) & ~VT_UD_QPN_MASK) ||
+	     (h->flags & (VT_F_ACKREQ | VT_F_RETX | VT_F_INV))))
+		return VT_ERR_FIELD;
+	if (!vt_op_is_data(h->opcode) && !vt_op_is_uc(h->opcode))
 		return VT_ERR_OPCODE;
 	if (h->flags & ~VT_F_DATA_MASK)
 		return VT_ERR_FIELD;
@@ -86,8 +90,9 @@ static int data_check(const struct vt_data_hdr *h)
 	 */
 	if ((h->flags & VT_F_SE) &&
 	    (!(h->flags & VT_F_EOM) ||
-	     !(h->opcode == VT_OP_SEND ||
-	       (h->opcode == VT_OP_WRITE && (h->flags & VT_F_IMM)))))
+	     !(h->opcode == VT_OP_SEND || h->opcode == VT_OP_UC_SEND ||
+	       ((h->opcode == VT_OP_WRITE || h->opcode == VT_OP_UC_WRITE) &&
+		(h->flags & VT_F_IMM)))))
 		return VT_ERR_FIELD;
 	/* atomics: one packet of a fixed size, no immediate */
 	if (h->opcode == VT_OP_ATOMIC_REQ || h->opcode == VT_OP_ATOMIC_RESP) {
@@ -284,7 +289,7 @@ int vt_pkt_opcode(const void *buf, size_t len)
 		return VT_ERR_TRUNC;
 	if (p[0] != VT_WIRE_VERSION)
 		return VT_ERR_VERSION;
-	if (vt_op_is_data(p[1]) || p[1] == VT_OP_UD_SEND ||
+	if (vt_op_is_data(p[1]) || p[1] == VT_OP_UD_SEND || vt_op_is_uc(p[1]) ||
 	    p[1] == VT_OP_ACK || p[1] == VT_OP_NACK)
 		return p[1];
 	return VT_ERR_OPCODE;

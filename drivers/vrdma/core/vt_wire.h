@@ -47,6 +47,8 @@ enum vt_opcode {
 	VT_OP_UD_SEND = 0x05,	/* unreliable datagram: no PSN, no ACK */
 	VT_OP_ATOMIC_REQ = 0x06,
 	VT_OP_ATOMIC_RESP = 0x07,
+	VT_OP_UC_SEND = 0x08,	/* unreliable connected: PSN, no ACK */
+	VT_OP_UC_WRITE = 0x09,
 	VT_OP_ACK = 0x10,
 	VT_OP_NACK = 0x11,
 };
@@ -142,6 +144,18 @@ static inline bool vt_op_is_data(u8 op)
 {
 	return (op >= VT_OP_SEND && op <= VT_OP_DATA_LAST) ||
 	       op == VT_OP_ATOMIC_REQ || op == VT_OP_ATOMIC_RESP;
+}
+
+/*
+ * VT_OP_UC_SEND and VT_OP_UC_WRITE carry the fields of SEND and WRITE
+ * (msg_off, msg_len, rkey, va, imm) for an unreliable connected QP:
+ * dst_conn is the destination QPN, psn counts the QP's packets (24 bits),
+ * msg_id its messages. Never ACKed or retransmitted; the reliable engine
+ * never sees them.
+ */
+static inline bool vt_op_is_uc(u8 op)
+{
+	return op == VT_OP_UC_SEND || op == VT_OP_UC_WRITE;
 }
 
 int vt_atomic_encode(const struct vt_atomic *a, void *buf, size_t len);
