@@ -7,7 +7,8 @@
 # rc_rdma_read_lat, rc_compare_swap_mr, rc_fetch_add_mr. qperf verifies no
 # data: each test must exit 0, print a non-zero figure, and the devices'
 # packet counters must have moved both ways. dp_loopback.sh runs the same
-# with both devices in one namespace.
+# with both devices in one namespace. qperf tcp_bw and tcp_lat between the
+# same namespaces are printed for comparison, not asserted.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
@@ -56,6 +57,13 @@ for t in $TESTS; do
 	else
 		ktap_ok "qperf -cm1 $t: $fig(vrdma1 tx $dtx rx $drx packets)"
 	fi
+done
+
+# Kernel TCP between the same namespaces, for docs/qperf.md's ratios:
+# printed, not asserted.
+for t in tcp_bw tcp_lat; do
+	ip netns exec "$H2" timeout -k 2 30 qperf -t 1 "$H1_IP" "$t" >"$DP_OUT" 2>&1
+	diag "reference: qperf $t: $(grep -E '^ *(bw|latency) *=' "$DP_OUT" | tr -s ' ')"
 done
 
 ktap_finished
