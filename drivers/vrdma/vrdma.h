@@ -95,6 +95,8 @@ struct vrdma_route {
 	/* the route's dst, looked up once (vrdma_net_route_init) */
 	struct dst_cache dst_cache;
 	bool has_cache;
+	/* set: vrdma_net_xmit() queues here; the owner sends after unlock */
+	struct sk_buff_head *defer;
 };
 
 /* vrdma_net.c */
@@ -138,6 +140,8 @@ void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb);
+int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
+		       __be16 sport, struct sk_buff *skb);
 
 /* vrdma_rx.c */
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);

@@ -602,12 +602,46 @@ bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r)
 }
 
 /*
+ * Charge a deferred @skb to the namespace's socket now: the back-pressure
+ * check (vrdma_net_tx_busy) must count what waits in a defer queue, or a
+ * run queues a whole budget past the limit.
+ */
+static void vrdma_net_charge(struct vrdma_dev *vdev, struct vrdma_route *r,
+			     struct sk_buff *skb)
+{
+	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
+	struct socket *sock;
+
+	rcu_read_lock();
+	sock = r->family == AF_INET6 ? rcu_dereference(vn->sk6) :
+				       rcu_dereference(vn->sk4);
+	if (sock)
+		skb_set_owner_w(skb, sock->sk);
+	rcu_read_unlock();
+}
+
+/*
  * Send @skb (vrdma header + payload, headroom from vrdma_net_alloc_skb)
  * to @r from UDP source port @sport, which is the path entropy the
- * transport core chose. Consumes @skb in every case.
+ * transport core chose. Consumes @skb in every case. A route with a
+ * defer queue (an RC connection's, filled under its lock) only queues it:
+ * its owner sends the queue with vrdma_net_xmit_now() once unlocked.
  */
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,
 		   __be16 sport, struct sk_buff *skb)
+{
+	if (r->defer) {
+		vrdma_net_charge(vdev, r, skb);
+		*(__be16 *)skb->cb = sport;
+		__skb_queue_tail(r->defer, skb);
+		return 0;
+	}
+	return vrdma_net_xmit_now(vdev, r, sport, skb);
+}
+
+/* vrdma_net_xmit() without the defer queue. */
+int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
+		       __be16 sport, struct sk_buff *skb)
 {
 	struct vrdma_net *vn = vrdma_pernet(dev_net(vdev->netdev));
 	unsigned int len = skb->len, pkts = skb_shinfo(skb)->gso_segs ?: 1;

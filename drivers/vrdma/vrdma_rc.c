@@ -101,6 +101,37 @@ void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status)
 	queue_work(vrdma_rc_wq, &rc->work);
 }
 
+/* Send what a locked section queued; BH is off. */
+static void vrdma_rc_tx_out(struct vrdma_rc_conn *rc, struct sk_buff_head *q)
+{
+	struct sk_buff *skb;
+
+	while ((skb = __skb_dequeue(q)))
+		vrdma_net_xmit_now(rc->qp->vdev, &rc->route,
+				   *(__be16 *)skb->cb, skb);
+}
+
+/*
+ * Unlock, then send what the section built: the transmit (IP, UDP, the
+ * netdev and, on a veth, the peer's receive path) runs unlocked, so a
+ * doorbell or a receive softirq on another CPU need not wait for it.
+ */
+static void vrdma_rc_unlock(struct vrdma_rc_conn *rc)
+{
+	struct sk_buff_head q;
+
+	__skb_queue_head_init(&q);
+	skb_queue_splice_init(&rc->txq, &q);
+	spin_unlock(&rc->lock);
+	vrdma_rc_tx_out(rc, &q);
+}
+
+static void vrdma_rc_unlock_bh(struct vrdma_rc_conn *rc)
+{
+	vrdma_rc_unlock(rc);
+	local_bh_enable();
+}
+
 /*
  * Arm the timer for the core's next deadline. A timer already queued for
  * that moment or earlier stays: firing early only runs the sender once
@@ -226,7 +257,7 @@ static void vrdma_rc_work(struct work_struct *work)
 	error = rc->error && !rc->dead;
 	has_event = rc->has_event;
 	event = rc->event;
-	spin_unlock_bh(&rc->lock);
+	vrdma_rc_unlock_bh(rc);
 
 	/*
 	 * modify_qp(RESET) holds state_lock while it waits for this work:
@@ -258,7 +289,7 @@ static enum hrtimer_restart vrdma_rc_timer(struct hrtimer *t)
 	vrdma_count(rc->qp->vdev, VRDMA_CNT_TIMER_RUNS, 1);
 	spin_lock(&rc->lock);
 	vrdma_rc_run(rc);
-	spin_unlock(&rc->lock);
+	vrdma_rc_unlock(rc);
 	return HRTIMER_NORESTART;
 }
 
@@ -286,7 +317,7 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 		return;
 	}
 	vrdma_rc_run(rc);
-	spin_unlock_bh(&rc->lock);
+	vrdma_rc_unlock_bh(rc);
 }
 
 /* The packet comes from the connected peer's address (RC and UC). */
@@ -313,7 +344,7 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 		return;
 	b->rc = NULL;
 	vrdma_rc_run_at(rc, b->now);
-	spin_unlock_bh(&rc->lock);
+	vrdma_rc_unlock_bh(rc);
 	rcu_read_unlock();
 }
 
@@ -475,6 +506,7 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	if (rv)
 		goto err;
 	vrdma_net_route_init(&rc->route);	/* without it: a lookup per packet */
+	rc->route.defer = &rc->txq;	/* sent by vrdma_rc_unlock() */
 
 	vrdma_rc_config(qp, rc->route.family, &cfg);
 	if (vt_conn_init(rc->vt, &cfg, qp->ibqp.qp_num, qp->attr.dest_qp_num,
@@ -493,6 +525,7 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	 */
 	rc->req.sq_taken = qp->sq.cons;
 	spin_lock_init(&rc->lock);
+	__skb_queue_head_init(&rc->txq);
 	hrtimer_init(&rc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	rc->timer.function = vrdma_rc_timer;
 	INIT_WORK(&rc->work, vrdma_rc_work);
@@ -542,7 +575,7 @@ int vrdma_rc_start(struct vrdma_qp *qp)
 	rc->req.resp_timeout_ns = vrdma_rc_resp_timeout(qp);
 	rc->started = true;
 	vrdma_rc_run(rc);
-	spin_unlock_bh(&rc->lock);
+	vrdma_rc_unlock_bh(rc);
 	return 0;
 }
 
@@ -571,7 +604,7 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp)
 	spin_lock_bh(&rc->lock);
 	rc->dead = true;
 	vrdma_resp_flush_srq(rc);
-	spin_unlock_bh(&rc->lock);
+	vrdma_rc_unlock_bh(rc);
 	hrtimer_try_to_cancel(&rc->timer);
 }
 

@@ -191,6 +191,7 @@ struct vrdma_rc_conn {
 	u64 bp_wait_ns;			/* current back-off of those looks */
 	struct vrdma_rc_req req;
 	struct vrdma_rc_resp resp;
+	struct sk_buff_head txq;	/* built under lock, sent after it */
 };
 
 static inline bool vrdma_op_is_atomic(u8 op)
