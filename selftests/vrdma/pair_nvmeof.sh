@@ -138,19 +138,6 @@ pattern_check() {
 	[ "$sum" = "$peer" ] || { diag "checksums: here $sum, the other guest $peer"; return 1; }
 }
 
-# step NAME CMD...: run CMD on the side whose role it is (a or b), report
-# the result on both through the barrier NAME.
-step() {
-	local who=$1 name=$2 rc=0 theirs
-	shift 2
-	if [ "$VRDMA_PAIR_ROLE" = "$who" ]; then "$@"; rc=$?; fi
-	theirs=$(pair_sync "$name" "$rc" 600) || pair_lost "$name"
-	[ "$rc" = 0 ] && [ "$theirs" = 0 ]
-	ktap_result $? "$name"
-	# Nothing after a failed connect can work.
-	[ "$rc" = 0 ] && [ "$theirs" = 0 ] || [ -z "${STEP_FATAL:-}" ] || ktap_finished
-}
-
 dev_up || { ktap_fail "$KIND device on $VRDMA_PAIR_IF"; ktap_finished; }
 ktap_ok "$KIND device on $VRDMA_PAIR_IF"
 pair_is_a && { target_up; rc=$?; } || rc=0
@@ -158,21 +145,21 @@ theirs=$(pair_sync target "$rc" 120) || pair_lost target
 [ "$rc$theirs" = 00 ] || { ktap_fail "nvmet-rdma target on a ($MB MB ramdisk)"; ktap_finished; }
 ktap_ok "nvmet-rdma target on a ($MB MB ramdisk)"
 
-STEP_FATAL=1 step b "nvme connect -t rdma" connect
-step b "fio randwrite 4 KB qd16, crc32c verified" fio_verify randwrite --rw=randwrite --bs=4k --iodepth=16
-step b "fio sequential write 128 KB qd4, crc32c verified" fio_verify seqwrite --rw=write --bs=128k --iodepth=4
+pair_step -f b "nvme connect -t rdma" connect
+pair_step b "fio randwrite 4 KB qd16, crc32c verified" fio_verify randwrite --rw=randwrite --bs=4k --iodepth=16
+pair_step b "fio sequential write 128 KB qd4, crc32c verified" fio_verify seqwrite --rw=write --bs=128k --iodepth=4
 pattern_check clean
 ktap_result $? "a pattern written on b reads back on b and off the ramdisk on a"
 
 tc qdisc replace dev "$VRDMA_PAIR_IF" root netem loss 1%
 pair_sync netem >/dev/null || pair_lost netem
-step b "fio randwrite under 1% loss, verified" fio_verify loss-randwrite --rw=randwrite --bs=4k --iodepth=16 --size=$((MB / 4))M
+pair_step b "fio randwrite under 1% loss, verified" fio_verify loss-randwrite --rw=randwrite --bs=4k --iodepth=16 --size=$((MB / 4))M
 pattern_check loss
 ktap_result $? "the pattern check under 1% loss"
 tc qdisc del dev "$VRDMA_PAIR_IF" root
 pair_sync netem-off >/dev/null || pair_lost netem-off
 
-step b "nvme disconnect, nvme-rdma unloaded" eval 'disconnect && run modprobe -r nvme-rdma'
+pair_step b "nvme disconnect, nvme-rdma unloaded" eval 'disconnect && run modprobe -r nvme-rdma'
 pair_sync disconnected >/dev/null || pair_lost disconnected
 cleanup
 # Nothing of the ULPs or the device is left: the module unloads.
