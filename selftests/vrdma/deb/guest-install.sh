@@ -39,11 +39,28 @@ nothing_of_vrdma() {
 nothing_of_vrdma && ktap_ok "before: no vrdma module, dkms tree or provider in the guest" ||
 	{ ktap_fail "before: no vrdma module, dkms tree or provider in the guest"; ktap_finished; }
 
+# The DKMS build is most of the time (under TCG on a loaded host, more
+# than 15 minutes once): dpkg's output is streamed, and every 60 s the
+# objects built so far are counted, so that a timeout says how far it got.
+build_progress() {
+	local b=/var/lib/dkms/vrdma/$ver/build t=0 total
+	total=$(dpkg-deb -c "$dkms_deb" | grep -c '/drivers/vrdma/.*\.c$')
+	while sleep 60; do
+		t=$((t + 60))
+		diag "DKMS build after ${t}s: $(find "$b" -name '*.o' 2>/dev/null | wc -l) objects of $total sources"
+	done
+}
 start=$(date +%s)
-if CMD_TIMEOUT=900 run dpkg -i "$dkms_deb" "$prov_deb"; then
+build_progress &
+prog=$!
+timeout -k 5 "${DEB_INSTALL_TIMEOUT:-1500}" dpkg -i "$dkms_deb" "$prov_deb" 2>&1 |
+	grep -v '^debconf' | sed 's/^/# /'
+rc=${PIPESTATUS[0]}
+kill "$prog" 2>/dev/null
+if [ "$rc" -eq 0 ]; then
 	ktap_ok "dpkg -i $(basename "$dkms_deb") $(basename "$prov_deb") ($(($(date +%s) - start))s, DKMS build included)"
 else
-	ktap_fail "dpkg -i both packages"
+	ktap_fail "dpkg -i both packages (status $rc after $(($(date +%s) - start))s)"
 	tail -n 30 "/var/lib/dkms/vrdma/$ver/build/make.log" 2>/dev/null | sed 's/^/# /'
 	ktap_finished
 fi
