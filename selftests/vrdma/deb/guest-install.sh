@@ -56,6 +56,8 @@ prog=$!
 timeout -k 5 "${DEB_INSTALL_TIMEOUT:-1500}" dpkg -i "$dkms_deb" "$prov_deb" 2>&1 |
 	grep -v '^debconf' | sed 's/^/# /'
 rc=${PIPESTATUS[0]}
+# Its sleep too: it holds the output pipe open for up to a minute.
+pkill -P "$prog" sleep 2>/dev/null
 kill "$prog" 2>/dev/null
 if [ "$rc" -eq 0 ]; then
 	ktap_ok "dpkg -i $(basename "$dkms_deb") $(basename "$prov_deb") ($(($(date +%s) - start))s, DKMS build included)"
