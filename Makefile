@@ -8,6 +8,7 @@
 #   make provider        libvrdma-rdmav34.so + vrdma.driver (scripts/build-provider)
 #   make userspace       transport-core library, unit tests, fuzzers, simulator, tools
 #   make install         module (+depmod), provider and /etc/libibverbs.d/vrdma.driver
+#   make deb             build/deb/vrdma-dkms_<ver>_all.deb + ibverbs-provider-vrdma_<ver>_<arch>.deb
 #   make check           every test (same as scripts/run-tests)
 #
 # KDIR defaults to the newest installed /lib/modules/*/build.
@@ -18,7 +19,7 @@ BUILD ?= $(CURDIR)/build
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo -GNinja)
 DESTDIR ?=
 
-.PHONY: all module provider userspace install clean check demo sim bench
+.PHONY: all module provider userspace install deb clean check demo sim bench
 
 all: module provider userspace
 	@echo "== artifacts =="
@@ -47,6 +48,10 @@ install: module
 		install -D -m 0644 $(BUILD)/provider/libvrdma-rdmav*.so -t $(DESTDIR)$$libdir/; \
 		install -D -m 0644 $(BUILD)/provider/vrdma.driver $(DESTDIR)/etc/libibverbs.d/vrdma.driver; \
 	else echo "vrdma: provider not built, skipped"; fi
+
+# Packaging: packaging/deb/debian, staged and built by scripts/build-deb.
+deb: provider
+	@bash scripts/build-deb $(BUILD)/provider
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
