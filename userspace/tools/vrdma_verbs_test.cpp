@@ -31,12 +31,21 @@ namespace {
 
 int g_n = 0, g_fail = 0;
 
+// A failed check also prints the errno left by the verb it checked (stale
+// when that verb reports otherwise): under fault injection
+// (fault_inject.sh) it shows that the failures came back as errnos.
 void check(bool ok, const std::string &what)
 {
+	int err = errno;
+
 	++g_n;
 	if (!ok)
 		++g_fail;
-	std::printf("%s %d - %s\n", ok ? "ok" : "not ok", g_n, what.c_str());
+	if (ok)
+		std::printf("ok %d - %s\n", g_n, what.c_str());
+	else
+		std::printf("not ok %d - %s # errno %d %s\n", g_n, what.c_str(), err,
+			    strerrorname_np(err) ? strerrorname_np(err) : "?");
 	std::fflush(stdout);
 }
 
