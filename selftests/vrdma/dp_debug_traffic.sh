@@ -16,7 +16,8 @@
 #    pingpong completes, a new pair works.
 # What it is for is the kernel log: KASAN, lockdep, UBSAN, kmemleak on the
 # retransmission, reordering, GSI and drop paths. The full tests stay on
-# the stock kernel.
+# the stock kernel: there this skips (stage 7 runs the full ones) unless
+# DP_DEBUG_TRAFFIC=1.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
@@ -25,6 +26,8 @@ require_vrdma
 require_provider
 PKTGEN=${VRDMA_ROOT:-$(dirname "$0")/../..}/build/userspace/tools/vrdma_pktgen
 [ -x "$PKTGEN" ] || skip_all "no $PKTGEN (make userspace)"
+[ -e /sys/kernel/debug/kmemleak ] || [ "${DP_DEBUG_TRAFFIC:-0}" = 1 ] ||
+	skip_all "not the debug kernel (dp_impair/dp_ud/dp_cm/dp_malformed cover this one)"
 T=${DP_DEBUG_TIMEOUT:-300}	# per tool run
 
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
