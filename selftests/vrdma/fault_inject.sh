@@ -81,6 +81,22 @@ fi_off() {
 fi_injected() {
 	echo $((2 * FI_TIMES - $(cat $DBG/failslab/times) - $(cat $DBG/fail_page_alloc/times)))
 }
+# copy_up PROGRAM...: every file PROGRAM maps (itself, ld.so, its libraries,
+# every libibverbs provider and theirs, the shim) copied up from the 9p
+# lower layer into the overlay's tmpfs upper layer (an open for writing
+# does that). A process holds a 9p fid for each file it maps and clunks it
+# when it exits; with make-it-fail that clunk's allocation fails, the
+# client forgets the fid while the server still has it, and the next walk
+# that reuses its number is refused (EINVAL) for every process in the
+# guest. Copied up, the files are tmpfs's and the exit frees no fid.
+copy_up() {
+	local f
+	for f in "$@" /etc/ld.so.cache $(ldd "$@" 2>/dev/null | grep -o '/[^ ]*'); do
+		f=$(readlink -f "$f")
+		[ -f "$f" ] && { : >>"$f"; } 2>/dev/null
+	done
+	return 0
+}
 # failing CMD...: CMD with libvrdma_failself preloaded (it arms itself).
 failing() { LD_PRELOAD=$FAILSELF "$@"; }
 fi_mark() { echo "vrdma-fault-inject: $1" >/dev/kmsg; }
@@ -120,6 +136,9 @@ verbs_round() {
 	g_add $rc
 }
 
+# shellcheck disable=SC2046 # a list of files
+copy_up "$VERBS_TEST" "$(command -v ibv_rc_pingpong)" "$FAILSELF" \
+	$(ls /usr/lib/*/libibverbs/*.so 2>/dev/null)
 verbs_dev || { ktap_fail "vrdma device on a dummy netdev"; ktap_finished; }
 base=$(res_all "$VDEV")
 diag "baseline: $base"
