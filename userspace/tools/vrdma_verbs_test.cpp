@@ -192,7 +192,7 @@ void test_cq(Dev &d)
 	      "resize_cq above max_cqe: EINVAL");
 	check(ibv_poll_cq(cq, 4, wc) == 0, "poll resized CQ");
 	check(!ibv_destroy_cq(cq), "destroy_cq");
-	check(!ibv_destroy_comp_channel(ch), "destroy_comp_channel");
+	check(ch && !ibv_destroy_comp_channel(ch), "destroy_comp_channel");
 }
 
 ibv_qp *make_qp(ibv_pd *pd, ibv_cq *cq, ibv_qp_type t, ibv_srq *srq = nullptr,
