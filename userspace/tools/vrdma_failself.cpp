@@ -15,9 +15,9 @@
 //
 //   LD_PRELOAD=.../libvrdma_failself.so PROGRAM ...
 //
-// It prints "vrdma_failself: armed" on stderr when it has (the test
-// counts them: a run that never armed injected nothing). When it cannot
-// pin or arm, the process exits 125 rather than run unprotected.
+// It prints "vrdma_failself: armed" on stderr as it arms (the test counts
+// them: a run that never armed injected nothing). When it cannot pin or
+// arm, the process exits 125 rather than run unprotected.
 #include <infiniband/verbs.h>
 
 #include <dlfcn.h>
@@ -45,11 +45,12 @@ void arm()
 	int fd = open("/proc/self/make-it-fail", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		die("open /proc/self/make-it-fail");
+	// Said before arming: once armed, the write to a tmpfs file can fail
+	// with the rest. Failing to arm exits 125 right after.
+	std::fputs("vrdma_failself: armed\n", stderr);
 	if (write(fd, "1", 1) != 1)
 		die("write /proc/self/make-it-fail");
 	close(fd);
-	// stderr is unbuffered: this line is out before the first failure
-	std::fputs("vrdma_failself: armed\n", stderr);
 }
 
 } // namespace
