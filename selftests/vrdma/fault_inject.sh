@@ -241,7 +241,8 @@ for pct in 1 5; do
 		ip netns exec "$H1" timeout 60 ibv_rc_pingpong -d vrdma1 -g "$G1" -n 50 -s 8192 -c \
 			>/dev/null 2>&1 &
 		spid=$!
-		sleep 1
+		# listening first: the client would give up on a refused connect
+		wait_until 30 sh -c "ip netns exec $H1 ss -ltn | grep -q ':18515 '"
 		fi_set $pct failslab fail_page_alloc
 		failing ip netns exec "$H2" timeout 60 ibv_rc_pingpong -d vrdma2 -g "$G2" -n 50 \
 			-s 8192 -c "$H1_IP" >$OUT 2>&1
