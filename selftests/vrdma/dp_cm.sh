@@ -21,68 +21,7 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 
 # Neighbours fixed up front: address resolution is not what is tested,
 # and a lost ARP under netem would outlast rping's 2 s resolve timeout.
-mac() { ip -n "$1" -o link show "$2" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
-ip -n "$H1" neigh replace "$H2_IP" lladdr "$(mac "$H2" "$H2_IF")" dev "$H1_IF" nud permanent
-ip -n "$H2" neigh replace "$H1_IP" lladdr "$(mac "$H1" "$H1_IF")" dev "$H2_IF" nud permanent
-
-cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q LISTEN; }
-
-# cm_pair SECONDS SERVER_CMD... -- CLIENT_CMD...: the server in $H1, once
-# it listens the client in $H2; 0 when both exit 0. A client whose connect
-# was rejected (a server not listening yet, see perftest below) reruns the
-# whole pair, at most three times, each rerun logged.
-# cm_dreqs: DREQs vrdma2 (client) sent and vrdma1 (server) received, from
-# ib_cm's per-port counters
-cm_dreqs() {
-	echo "$(cat /sys/class/infiniband/vrdma2/ports/1/cm_tx_msgs/dreq 2>/dev/null || echo 0)" \
-		"$(cat /sys/class/infiniband/vrdma1/ports/1/cm_rx_msgs/dreq 2>/dev/null || echo 0)"
-}
-
-cm_pair() {
-	local secs=$1 srv=() cli=() pid rc=1 src=1 t tx0 rx0 tx1 rx1
-	shift
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
-	shift
-	cli=("$@")
-	for t in 1 2 3; do
-		read -r tx0 rx0 <<<"$(cm_dreqs)"
-		ip netns exec "$H1" timeout -k 2 "$secs" "${srv[@]}" >"$DP_OUT.srv" 2>&1 &
-		pid=$!
-		wait_until 20 cm_listening || diag "server not listening after 20 s"
-		sleep 1
-		ip netns exec "$H2" timeout -k 2 "$secs" nice -n 10 "${cli[@]}" >"$DP_OUT" 2>&1
-		rc=$?
-		if [ $rc -ne 0 ] && [ $t -lt 3 ] &&
-		   grep -qiE "REJECTED|refused|UNREACHABLE" "$DP_OUT"; then
-			diag "attempt $t: client rc=$rc: $(grep -iE 'REJECTED|refused|UNREACHABLE' "$DP_OUT" | head -n 1); rerunning the pair"
-			kill "$pid" 2>/dev/null
-			wait "$pid"
-			continue
-		fi
-		# The client's rdma_destroy_id right after rdma_disconnect
-		# cancels ib_cm's DREQ retries: when netem drops that one DREQ
-		# the server waits for a disconnect that never comes. Only
-		# then (the counters show the DREQ missing) is it stopped.
-		if [ $rc -eq 0 ] && ! wait_until 15 eval '! kill -0 $pid 2>/dev/null' &&
-		   read -r tx1 rx1 <<<"$(cm_dreqs)" &&
-		   [ $((rx1 - rx0)) -lt $((tx1 - tx0)) ]; then
-			diag "server stopped: the client's DREQ was lost (sent $((tx1 - tx0)), received $((rx1 - rx0)))"
-			kill "$pid" 2>/dev/null
-			wait "$pid"
-			src=0
-			break
-		fi
-		wait "$pid"
-		src=$?
-		break
-	done
-	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
-		diag "client rc=$rc server rc=$src: $(tail -n 3 "$DP_OUT" | tr '\n' ' ')"
-		diag "server: $(tail -n 3 "$DP_OUT.srv" | tr '\n' ' ')"
-		return 1
-	fi
-	return 0
-}
+dp_neigh_fixed
 
 rping_v() {	# rping_v LABEL COUNT
 	local t0=$SECONDS

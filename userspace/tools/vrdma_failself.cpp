@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// libvrdma_failself.so: an LD_PRELOAD shim for fault injection
+// (selftests/vrdma/fault_inject.sh). It turns on the process's own
+// /proc/self/make-it-fail only once the program is loaded, so that
+// failslab/fail_page_alloc (task-filter) hit its verbs calls through
+// ib_uverbs, ib_core and vrdma, and never the 9p reads of its binary and
+// libraries (a failed allocation in the 9p client once broke the guest's
+// root for every process, docs/testing.md).
+//
+// The moment: right after the program's first ibv_get_device_list()
+// returns. libibverbs has then read its configuration and dlopened every
+// provider; mlockall(MCL_CURRENT | MCL_FUTURE) first faults in and pins
+// every mapped page, so no later page fault reads a file either.
+//
+//   LD_PRELOAD=.../libvrdma_failself.so PROGRAM ...
+//
+// It prints "vrdma_failself: armed" on stderr as it arms (the test counts
+// them: a run that never armed injected nothing). When it cannot pin or
+// arm, the process exits 125 rather than run unprotected.
+#include <infiniband/verbs.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+using get_list_fn = ibv_device **(*)(int *);
+
+void die(const char *what)
+{
+	std::fprintf(stderr, "vrdma_failself: %s: %m\n", what);
+	_exit(125);
+}
+
+void arm()
+{
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		die("mlockall");
+	int fd = open("/proc/self/make-it-fail", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("open /proc/self/make-it-fail");
+	// Said before arming: once armed, the write to a tmpfs file can fail
+	// with the rest. Failing to arm exits 125 right after.
+	std::fputs("vrdma_failself: armed\n", stderr);
+	if (write(fd, "1", 1) != 1)
+		die("write /proc/self/make-it-fail");
+	close(fd);
+}
+
+} // namespace
+
+extern "C" ibv_device **ibv_get_device_list(int *num_devices)
+{
+	static get_list_fn real;
+	static bool armed;
+
+	if (!real) {
+		real = reinterpret_cast<get_list_fn>(dlsym(RTLD_NEXT, "ibv_get_device_list"));
+		if (!real)
+			die("dlsym ibv_get_device_list");
+	}
+	ibv_device **list = real(num_devices);
+	if (!armed) {
+		armed = true;
+		arm();
+	}
+	return list;
+}
