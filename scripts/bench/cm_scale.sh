@@ -28,9 +28,11 @@ defer rm -rf "$tmp"
 mac() { ip ${1:+-n "$1"} -o link show "$2" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
 listening() { $SX rdma resource show cm_id 2>/dev/null | grep -q LISTEN; }
 
+softirqs() { awk '$1 == "TIMER:" || $1 == "HRTIMER:" { for (i = 2; i <= NF; i++) s += $i } END { print s }' /proc/softirqs; }
+
 # scale N: one vrdma_cm_scale pair; $SX/$CX prefix the server/client
 scale() {
-	local n=$1 to=$(($1 / 5 + 120)) spid
+	local n=$1 to=$(($1 / 5 + 120)) spid cpid
 	# shellcheck disable=SC2086
 	$SX timeout -k 2 "$to" "$CMS" --server --bind "$SIP" -n "$n" --verify \
 		--timeout "$to" >"$tmp/srv" 2>&1 &
@@ -38,7 +40,17 @@ scale() {
 	wait_until 20 listening || echo "# $T: server not listening"
 	# shellcheck disable=SC2086
 	$CX timeout -k 2 "$to" "$CMS" --connect "$SIP" $CSRC -n "$n" --verify \
-		--window "$WIN" --timeout "$to" >"$tmp/cli" 2>&1
+		--window "$WIN" --hold 4 --timeout "$to" >"$tmp/cli" 2>&1 &
+	cpid=$!
+	# idle connections must cost nothing: timer softirqs over 3 s of the hold
+	if wait_until "$to" grep -q '^# holding' "$tmp/cli"; then
+		local t0 t1
+		t0=$(softirqs)
+		sleep 3
+		t1=$(softirqs)
+		echo "# $T N=$n idle 3 s with $n connections: TIMER+HRTIMER softirqs $((t1 - t0))"
+	fi
+	wait "$cpid"
 	echo "# $T N=$n client rc=$?"
 	sleep 2
 	kill "$spid" 2>/dev/null

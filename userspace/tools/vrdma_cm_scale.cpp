@@ -144,6 +144,16 @@ private:
 	int run_client();
 	void kick();
 
+	// runs an rdma_cm call that returns 0 on success, timing it
+	template <class F> bool timed_call(F f)
+	{
+		auto t0 = Clock::now();
+		int r = f();
+
+		call_s_ += secs(t0, Clock::now());
+		return r == 0;
+	}
+
 	char *rbuf(const Conn &c) { return buf_.data() + c.index * 2 * kMsg; }
 	char *sbuf(const Conn &c) { return rbuf(c) + kMsg; }
 
@@ -165,6 +175,8 @@ private:
 	int up_ = 0, failed_ = 0, down_ = 0, verified_ = 0, bad_ = 0;
 	int disc_next_ = 0;	// client: the next connection to disconnect
 	double destroy_s_ = 0;	// time spent in rdma_destroy_qp/_id
+	double create_s_ = 0;	// in rdma_create_qp (and the first receive)
+	double call_s_ = 0;	// in rdma_connect/rdma_accept
 };
 
 Scale::~Scale()
@@ -244,11 +256,16 @@ bool Scale::make_qp(Conn &c)
 	qa.cap.max_recv_wr = kQueueDepth;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
+	auto t0 = Clock::now();
+
 	if (rdma_create_qp(c.id, pd_, &qa)) {
 		std::fprintf(stderr, "rdma_create_qp #%u: %s\n", c.index, std::strerror(errno));
 		return false;
 	}
-	return !o_.verify || post_recv(c);
+	bool ok = !o_.verify || post_recv(c);
+
+	create_s_ += secs(t0, Clock::now());
+	return ok;
 }
 
 bool Scale::post_recv(Conn &c)
@@ -389,7 +406,7 @@ void Scale::on_server_event(rdma_cm_event *ev, Conn *c)
 		n.index = h.index;
 		id->context = &n;
 		n.state = State::Connecting;
-		if (!make_qp(n) || rdma_accept(id, &cp))
+		if (!make_qp(n) || !timed_call([&] { return rdma_accept(id, &cp); }))
 			fail(n, "accept", errno);
 		return;
 	}
@@ -434,7 +451,7 @@ void Scale::on_client_event(rdma_cm_event *ev, Conn *c)
 		cp.private_data_len = sizeof(h);
 		cp.retry_count = 7;
 		cp.rnr_retry_count = 7;
-		if (!make_qp(*c) || rdma_connect(c->id, &cp))
+		if (!make_qp(*c) || !timed_call([&] { return rdma_connect(c->id, &cp); }))
 			fail(*c, "connect", errno);
 		break;
 	}
@@ -516,8 +533,9 @@ int Scale::run_server()
 		if (!wait_events(200))
 			break;
 	std::printf("# server: up %d failed %d verified %d bad %d disconnected %d%s, "
-		    "%.3f s in destroy\n", up_, failed_, verified_, bad_, down_,
-		    timed_out() ? " (timed out)" : "", destroy_s_);
+		    "%.3f s in destroy, %.3f s in create_qp, %.3f s in accept\n", up_, failed_,
+		    verified_, bad_, down_, timed_out() ? " (timed out)" : "", destroy_s_,
+		    create_s_, call_s_);
 	bool ok = up_ == o_.n && failed_ == 0 && down_ == o_.n && bad_ == 0 &&
 		  (!o_.verify || verified_ == o_.n);
 	return ok ? 0 : 1;
@@ -542,8 +560,9 @@ int Scale::run_client()
 	auto t1 = Clock::now();
 	double setup = secs(t0, t1);
 
-	std::printf("# setup: %d of %d connected, %d failed, %.3f s, %.1f connections/s\n",
-		    up_, o_.n, failed_, setup, up_ / setup);
+	std::printf("# setup: %d of %d connected, %d failed, %.3f s, %.1f connections/s "
+		    "(%.3f s in create_qp, %.3f s in connect)\n",
+		    up_, o_.n, failed_, setup, up_ / setup, create_s_, call_s_);
 	std::fflush(stdout);
 	m1 = meminfo();
 	double vsecs = 0;
