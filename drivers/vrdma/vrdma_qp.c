@@ -189,7 +189,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (vrdma_qp_ud_tx(qp))
 		vrdma_ud_destroy(qp);
 	else if (!READ_ONCE(qp->rc))
-		synchronize_rcu();
+		synchronize_rcu_expedited();	/* as vrdma_rc_destroy() */
 	vrdma_rc_destroy(qp);
 	vrdma_uc_destroy(qp);
 	vrdma_qp_clean_cqs(qp);

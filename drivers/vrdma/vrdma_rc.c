@@ -617,7 +617,13 @@ void vrdma_rc_destroy(struct vrdma_qp *qp)
 		return;
 	vrdma_rc_quiesce(qp);
 	WRITE_ONCE(qp->rc, NULL);
-	synchronize_rcu();	/* receive paths that found it are done */
+	/*
+	 * Receive paths that found it are done. Expedited: a normal grace
+	 * period (~20 ms in a TCG guest) per destroy made tearing down 1000
+	 * rdma_cm connections take 40 s, the server's event loop blocked in
+	 * it; rxe, which waits on a reference count, took 2.7 s.
+	 */
+	synchronize_rcu_expedited();
 	hrtimer_cancel(&rc->timer);
 	cancel_work_sync(&rc->work);
 	hrtimer_cancel(&rc->timer);
