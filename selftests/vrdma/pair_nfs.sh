@@ -21,19 +21,6 @@ KIND=${PAIR_RDMA:-vrdma}
 MB=${NFS_MB:-200}
 EXP=/srv/vrdma-nfs
 MNT=/mnt/vrdma-nfs
-DEV=vrdma0
-[ "$KIND" = rxe ] && DEV=rxe0
-
-dev_up() {
-	if [ "$KIND" = rxe ]; then
-		run modprobe rdma_rxe || return 1
-		run rdma link add rxe0 type rxe netdev "$VRDMA_PAIR_IF" || return 1
-		defer modprobe -r rdma_rxe
-		defer rdma link del rxe0
-	else
-		pair_vrdma vrdma0 || return 1
-	fi
-}
 
 # nfsd on a: NFSv4 needs rpc.mountd for the kernel's export upcalls, not
 # rpcbind; the RDMA listener is one line in nfsd's portlist.
@@ -77,7 +64,7 @@ copy_check() {
 		peer=$(pair_sync sums "$sum" 300) || pair_lost sums
 	else
 		head -c $((MB * 1048576)) /dev/urandom >"$SRC"
-		rx0=$(dp_counter $DEV rx_bytes 2>/dev/null)
+		rx0=$(dp_counter $PAIR_DEV rx_bytes 2>/dev/null)
 		local t0=$SECONDS
 		timeout 600 cp "$SRC" "$MNT/data" && timeout 120 sync "$MNT/data" || diag "the copy failed"
 		diag "$KIND: $MB MB written over NFS/RDMA in $((SECONDS - t0)) s"
@@ -86,7 +73,7 @@ copy_check() {
 		echo 3 >/proc/sys/vm/drop_caches
 		sum=$(timeout 600 md5sum <"$MNT/data" | cut -d' ' -f1)
 		[ "$sum" = "$(md5sum <"$SRC" | cut -d' ' -f1)" ] || { diag "read back differs"; sum=bad-readback; }
-		rx1=$(dp_counter $DEV rx_bytes 2>/dev/null)
+		rx1=$(dp_counter $PAIR_DEV rx_bytes 2>/dev/null)
 		if [ "$KIND" = vrdma ] && [ $((rx1 - rx0)) -lt $((MB * 1048576)) ]; then
 			diag "vrdma rx_bytes grew by $((rx1 - rx0)) only"
 			sum=not-over-vrdma
@@ -96,7 +83,7 @@ copy_check() {
 	[ "$sum" = "$peer" ] || { diag "checksums: here $sum, the other guest $peer"; return 1; }
 }
 
-pair_step -f both "$KIND device on $VRDMA_PAIR_IF" dev_up
+pair_step -f both "$KIND device on $VRDMA_PAIR_IF" pair_dev "$KIND"
 pair_step -f a "nfsd with an rdma listener on port 20049" server_up
 pair_step -f b "mount -o rdma,port=20049 (proto=rdma)" client_mount
 copy_check

@@ -25,18 +25,6 @@ MB=${NVMF_MB:-32}
 T=$VRDMA_PAIR_PEER
 pair_is_a && T=$VRDMA_PAIR_SELF
 
-# The device of this kind on the NIC.
-dev_up() {
-	if [ "$KIND" = rxe ]; then
-		run modprobe rdma_rxe || return 1
-		run rdma link add rxe0 type rxe netdev "$VRDMA_PAIR_IF" || return 1
-		defer modprobe -r rdma_rxe
-		defer rdma link del rxe0
-	else
-		pair_vrdma vrdma0 || return 1
-	fi
-}
-
 target_up() {
 	run modprobe brd rd_nr=1 rd_size=$((MB * 1024)) || return 1
 	defer modprobe -r brd
@@ -138,7 +126,7 @@ pattern_check() {
 	[ "$sum" = "$peer" ] || { diag "checksums: here $sum, the other guest $peer"; return 1; }
 }
 
-dev_up || { ktap_fail "$KIND device on $VRDMA_PAIR_IF"; ktap_finished; }
+pair_dev "$KIND" || { ktap_fail "$KIND device on $VRDMA_PAIR_IF"; ktap_finished; }
 ktap_ok "$KIND device on $VRDMA_PAIR_IF"
 pair_is_a && { target_up; rc=$?; } || rc=0
 theirs=$(pair_sync target "$rc" 120) || pair_lost target

@@ -16,7 +16,7 @@ require_vrdma
 require_provider
 pair_require
 
-pair_vrdma vrdma0 || { ktap_fail "vrdma0 on $VRDMA_PAIR_IF"; ktap_finished; }
+pair_dev vrdma || { ktap_fail "vrdma0 on $VRDMA_PAIR_IF"; ktap_finished; }
 ktap_ok "vrdma0 on $VRDMA_PAIR_IF (GID index $PAIR_GID)"
 G=$PAIR_GID
 P=$VRDMA_PAIR_PEER
