@@ -149,6 +149,14 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc)
 	 */
 	u64 w = rc->bp_until ? rc->bp_until : vt_tx_next_wakeup(rc->vt);
 
+	/*
+	 * A failed connection's deadlines stay where they were, in the
+	 * past: armed, the soft hrtimer would fire again at once, forever
+	 * (a soft lockup on one CPU, where the work item that fails the QP
+	 * never got to run). The work item takes it from here.
+	 */
+	if (rc->error || rc->dead)
+		return;
 	w = min(w, vt_rx_next_wakeup(rc->vt));
 	if (rc->req.resp_deadline)
 		w = min(w, rc->req.resp_deadline);
