@@ -543,6 +543,17 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 				       (u8 *)buf + VT_DATA_HDR_LEN);
 	if (st != IB_WC_SUCCESS) {
 		vrdma_batch_free(buf);
+		/*
+		 * A resent READ response whose MR is gone: the requester
+		 * may well hold it already (its ACK was lost) and have let
+		 * the MR go, as NVMe-oF's SEND_WITH_INV does once the READ
+		 * completed. Not sent, like a lost packet: a later ACK
+		 * ends it, else the retry count does. Failing the QP here
+		 * broke such connections.
+		 */
+		if (!sw && tm->kind == VRDMA_TMSG_READ_RESP &&
+		    d->action == VT_TX_RETX)
+			return;
 		if (sw)
 			vrdma_req_fail_oldest(rc, st);
 		else
