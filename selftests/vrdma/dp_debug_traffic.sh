@@ -83,13 +83,6 @@ r1=$(retx)
 SPOOF=10.231.0.99	# on the wire's subnet, nobody's address
 N=50
 names="rx_dropped_no_qp rx_dropped_bad_peer rx_dropped_malformed rx_dropped_bad_ack"
-counters() {	# counters DEV NAME...: the values, one call
-	local dev=$1
-	shift
-	rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v want="$*" '
-		BEGIN { n = split(want, w, " ") } prev != "" { v[prev] = $1 }
-		{ prev = $1 } END { for (i = 1; i <= n; i++) printf "%s ", v[w[i]] }'
-}
 # the server's RC QP in RTS: lqpn snd_nxt rcv_nxt
 qp_psns() {
 	rdma -dd resource show qp | awk -v dev="vrdma1/1" '
@@ -114,7 +107,7 @@ pingpong() {	# pingpong N: a pingpong -c pair in the background (PP_PID)
 	PP_PID=$!
 }
 
-read -r -a b4 <<<"$(counters vrdma1 $names)"
+read -r -a b4 <<<"$(dp_counters vrdma1 $names)"
 pingpong 3000
 if wait_until 120 have_qp; then
 	read -r QPN SNDNXT RCVNXT <<<"$(qp_psns)"
@@ -131,7 +124,7 @@ fi
 wait "$PP_PID"
 [ -f "$DP_OUT.rc" ] && ktap_ok "ibv_rc_pingpong -c x3000 completed under attack" ||
 	ktap_fail "ibv_rc_pingpong -c x3000 completed under attack"
-read -r -a now <<<"$(counters vrdma1 $names)"
+read -r -a now <<<"$(dp_counters vrdma1 $names)"
 i=0
 for c in $names; do
 	d=$((now[i] - b4[i]))

@@ -26,13 +26,6 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 SPOOF=10.231.0.99	# on the wire's subnet, nobody's address
 N=100			# packets per case
 
-counters() {	# counters DEV NAME...: the values, one call
-	local dev=$1
-	shift
-	rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v want="$*" '
-		BEGIN { n = split(want, w, " ") } prev != "" { v[prev] = $1 }
-		{ prev = $1 } END { for (i = 1; i <= n; i++) printf "%s ", v[w[i]] }'
-}
 
 # qp DEV FIELD...: the RC QP of ibv_rc_pingpong on DEV in RTS, from
 # "rdma -dd resource show qp" (awk: python starts slowly in a TCG guest);
@@ -84,7 +77,7 @@ fi
 names="rx_dropped_no_qp rx_dropped_bad_peer rx_dropped_malformed
        rx_dropped_out_of_window rx_duplicates rx_dropped_bad_ack rx_stale_acks"
 read -r QPN CC SRTT RTO SNDNXT RCVNXT P0 <<<"$(qp vrdma1 lqpn cc srtt_ns rto_ns snd_nxt rcv_nxt path0)"
-read -r -a b4 <<<"$(counters vrdma1 $names)"
+read -r -a b4 <<<"$(dp_counters vrdma1 $names)"
 
 client_srtt() {	# the client QP's srtt_ns, -1 when it is gone
 	rdma -dd resource show qp | awk '
@@ -150,7 +143,7 @@ else
 fi
 
 declare -A d
-read -r -a now <<<"$(counters vrdma1 $names)"
+read -r -a now <<<"$(dp_counters vrdma1 $names)"
 i=0
 for c in $names; do d[$c]=$(( now[i] - b4[i] )); i=$((i + 1)); done
 diag "drops: $(for c in $names; do printf '%s +%s ' "$c" "${d[$c]}"; done)"
