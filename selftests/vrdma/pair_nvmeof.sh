@@ -19,74 +19,7 @@ require_cmd rdma nvme fio python3
 require_vrdma
 pair_require
 KIND=${PAIR_RDMA:-vrdma}
-NQN=nqn.2026-12.org.vrdma:pair-test
-CFS=/sys/kernel/config/nvmet
-MB=${NVMF_MB:-32}
-T=$VRDMA_PAIR_PEER
-pair_is_a && T=$VRDMA_PAIR_SELF
-
-target_up() {
-	run modprobe brd rd_nr=1 rd_size=$((MB * 1024)) || return 1
-	defer modprobe -r brd
-	run modprobe nvmet-rdma || return 1
-	defer modprobe -r nvmet-rdma nvmet
-	# configfs is a module here, loaded with nvmet: after guest-init's mount.
-	if [ ! -d "$CFS" ]; then
-		run mount -t configfs none /sys/kernel/config || return 1
-	fi
-	mkdir "$CFS/subsystems/$NQN" || return 1
-	defer rmdir "$CFS/subsystems/$NQN"
-	echo 1 >"$CFS/subsystems/$NQN/attr_allow_any_host"
-	mkdir "$CFS/subsystems/$NQN/namespaces/1" || return 1
-	defer rmdir "$CFS/subsystems/$NQN/namespaces/1"
-	echo /dev/ram0 >"$CFS/subsystems/$NQN/namespaces/1/device_path"
-	echo 1 >"$CFS/subsystems/$NQN/namespaces/1/enable" || return 1
-	defer "echo 0 >$CFS/subsystems/$NQN/namespaces/1/enable"
-	mkdir "$CFS/ports/1" || return 1
-	defer rmdir "$CFS/ports/1"
-	echo rdma >"$CFS/ports/1/addr_trtype"
-	echo ipv4 >"$CFS/ports/1/addr_adrfam"
-	echo "$VRDMA_PAIR_SELF" >"$CFS/ports/1/addr_traddr"
-	echo 4420 >"$CFS/ports/1/addr_trsvcid"
-	ln -s "$CFS/subsystems/$NQN" "$CFS/ports/1/subsystems/$NQN" || return 1
-	defer rm -f "$CFS/ports/1/subsystems/$NQN"
-}
-
-# The block device of our subsystem on the host (b), e.g. /dev/nvme0n1:
-# with native multipath (Debian's kernel) it sits under the subsystem
-# (/sys/class/nvme-subsystem), else under the controller (/sys/class/nvme).
-host_dev() {
-	local c n
-	for c in /sys/class/nvme-subsystem/* /sys/class/nvme/*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-		for n in "$c"/nvme*; do
-			[[ "${n##*/}" =~ ^nvme[0-9]+n[0-9]+$ ]] && [ -b "/dev/${n##*/}" ] &&
-				{ echo "/dev/${n##*/}"; return 0; }
-		done
-	done
-	return 1
-}
-host_ready() { local d; d=$(host_dev) && [ -b "$d" ]; }
-
-connect() {
-	run modprobe nvme-rdma || return 1
-	run nvme discover -t rdma -a "$T" -s 4420 || return 1
-	CMD_TIMEOUT=60 run nvme connect -t rdma -a "$T" -s 4420 -n "$NQN" || return 1
-	# Before the device goes: nvme-rdma holds it until the controller is
-	# deleted, and `rdma link del` would wait for its I/O timeouts.
-	defer nvme disconnect -n "$NQN"
-	wait_until 30 host_ready || {
-		diag "no namespace block device: $(ls /sys/block | tr '\n' ' ') $(ls -d /sys/class/nvme/*/nvme* 2>/dev/null | tr '\n' ' ')"
-		diag "$(cat /sys/class/nvme/*/state 2>/dev/null | tr '\n' ' ')"
-		dmesg | tail -n 15 | sed 's/^/#   /'
-		return 1
-	}
-	NDEV=$(host_dev)
-}
-disconnect() {
-	CMD_TIMEOUT=60 run nvme disconnect -n "$NQN" || return 1
-	wait_until 10 eval '! host_dev >/dev/null'
-}
+. "$(dirname "$0")/nvmf_lib.inc"
 
 # fio_verify NAME ARGS...: a write job with crc32c verification on $NDEV.
 fio_verify() {
@@ -128,12 +61,12 @@ pattern_check() {
 
 pair_dev "$KIND" || { ktap_fail "$KIND device on $VRDMA_PAIR_IF"; ktap_finished; }
 ktap_ok "$KIND device on $VRDMA_PAIR_IF"
-pair_is_a && { target_up; rc=$?; } || rc=0
+pair_is_a && { nvmf_target_up; rc=$?; } || rc=0
 theirs=$(pair_sync target "$rc" 120) || pair_lost target
 [ "$rc$theirs" = 00 ] || { ktap_fail "nvmet-rdma target on a ($MB MB ramdisk)"; ktap_finished; }
 ktap_ok "nvmet-rdma target on a ($MB MB ramdisk)"
 
-pair_step -f b "nvme connect -t rdma" connect
+pair_step -f b "nvme connect -t rdma" nvmf_connect
 pair_step b "fio randwrite 4 KB qd16, crc32c verified" fio_verify randwrite --rw=randwrite --bs=4k --iodepth=16
 pair_step b "fio sequential write 128 KB qd4, crc32c verified" fio_verify seqwrite --rw=write --bs=128k --iodepth=4
 pattern_check clean
@@ -147,7 +80,7 @@ ktap_result $? "the pattern check under 1% loss"
 tc qdisc del dev "$VRDMA_PAIR_IF" root
 pair_sync netem-off >/dev/null || pair_lost netem-off
 
-pair_step b "nvme disconnect, nvme-rdma unloaded" eval 'disconnect && run modprobe -r nvme-rdma'
+pair_step b "nvme disconnect, nvme-rdma unloaded" eval 'nvmf_disconnect && run modprobe -r nvme-rdma'
 pair_sync disconnected >/dev/null || pair_lost disconnected
 cleanup
 # Nothing of the ULPs or the device is left: the module unloads.
