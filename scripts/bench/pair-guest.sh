@@ -5,8 +5,11 @@
 # (scripts/vm/run --pair): vrdma, rxe and kernel TCP between the guests over
 # virtio-net, lossless and with netem 1% loss on both NICs: ib_write_bw
 # 64 KB against iperf3 one stream, ib_send_lat 2 B (perftest, RDMA only),
-# qperf rc_lat (rdma_cm) against qperf tcp_lat. Server on a,
-# client on b; the client prints one line per figure:
+# qperf rc_lat (rdma_cm) against qperf tcp_lat, and NVMe over Fabrics
+# (nvmet on a brd ramdisk on a, fio on b: 4 KB randwrite qd16 IOPS, 128 KB
+# sequential write qd4 bandwidth) over nvme-rdma on each RDMA device
+# against nvme-tcp. Server on a, client on b; the client prints one line
+# per figure:
 #   RESULT,condition,transport,test,value,unit,p50_us,p99_us
 # A figure that could not be taken is RESULT,...,fail,... (never a guess).
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh"
@@ -14,6 +17,7 @@
 . "$VRDMA_ROOT/selftests/vrdma/pair_lib.inc"
 require_root
 pair_require
+. "$VRDMA_ROOT/selftests/vrdma/nvmf_lib.inc"
 D=${PAIR_BENCH_SECS:-4}
 P=$VRDMA_PAIR_PEER
 
@@ -31,7 +35,7 @@ dev_add() {	# dev_add vrdma|rxe: the device on eth0, DEV and G set
 	G=$(dp_gid4 "$DEV")
 }
 dev_del() {
-	rdma link del "$DEV"
+	timeout -k 2 60 rdma link del "$DEV"
 	if [ "$DEV" = rxe0 ]; then modprobe -r rdma_rxe; else modprobe -r vrdma; fi
 }
 
@@ -69,6 +73,34 @@ qperf_lat() {
 	result "$c,$k,qperf_lat,$v,us,,"
 }
 
+# nvmf_job ARGS...: one time-based fio job on $NDEV; prints "KiB/s IOPS".
+nvmf_job() {
+	timeout -k 2 $((D + 60)) fio --name=bench --filename="$NDEV" --direct=1 --ioengine=libaio \
+		--size=$((MB / 2))M --time_based --runtime="$D" --output-format=terse --terse-version=3 \
+		"$@" 2>/dev/null | awk -F';' 'NF > 49 && $49 > 0 { print $48, $49 }'
+}
+# nvmf_figures COND KIND TRANSPORT: NVMe-oF over rdma (on KIND's device)
+# or tcp. The target and host are torn down before the next transport.
+nvmf_figures() {
+	local c=$1 k=$2 rc=0 theirs r= w=
+	NVMF_TR=$3
+	pair_is_a && { nvmf_target_up || rc=1; }
+	theirs=$(pair_sync "$c-$k-nvmf-target" "$rc" 120) || pair_lost "$c-$k-nvmf-target"
+	if ! pair_is_a; then
+		if [ "$theirs" = 0 ] && nvmf_connect; then
+			r=$(nvmf_job --rw=randwrite --bs=4k --iodepth=16)
+			w=$(nvmf_job --rw=write --bs=128k --iodepth=4)
+			nvmf_disconnect
+		fi
+		[ -n "$r" ] && r=${r#* } || r=fail
+		[ -n "$w" ] && w=$(awk '{ printf "%.1f", $1 / 1024 }' <<<"$w") || w=fail
+		result "$c,$k,nvmf_randwrite_4k,$r,IOPS,,"
+		result "$c,$k,nvmf_write_128k,$w,MB/s,,"
+	fi
+	pair_sync "$c-$k-nvmf-done" "" 300 >/dev/null || pair_lost "$c-$k-nvmf-done"
+	cleanup
+}
+
 tcp_figures() {	# tcp_figures COND
 	local c=$1 v
 	pair_case "tcp iperf3 one stream ($c)" 60 \
@@ -77,6 +109,7 @@ tcp_figures() {	# tcp_figures COND
 	v=$(grep receiver <<<"$PAIR_OUT" | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.2f", v / 8 }')
 	result "$c,tcp,write_bw_64k,${v:-fail},MB/s,,"
 	qperf_lat "$c" tcp tcp_lat
+	nvmf_figures "$c" tcp tcp
 }
 
 for cond in loss0 loss1; do
@@ -90,6 +123,7 @@ for cond in loss0 loss1; do
 		if dev_add $k; then
 			pair_sync "$cond-$k-up" >/dev/null || pair_lost "$cond-$k-up"
 			rdma_figures $cond $k
+			nvmf_figures $cond $k rdma
 			dev_del
 		else
 			result "$cond,$k,device,fail,,,"
