@@ -503,6 +503,37 @@ static bool vrdma_req_frags(struct vrdma_rc_conn *rc,
 }
 
 /*
+ * In place of a packet that cannot be sent: its header alone at an
+ * acknowledged PSN (snd_una - 1), which the requester can only take as a
+ * duplicate and answers with an immediate ACK. If it holds the packet,
+ * that ACK ends the retransmissions at once; were the packet left unsent
+ * instead, nothing else might make it ACK (its ACK was lost, and a window
+ * that holds the packet lets nothing new go), and each retransmission
+ * timeout would double until the retry count failed the QP. If it truly
+ * lacks the packet, the retransmissions go on and fail it, as they must.
+ */
+static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
+				struct vt_data_hdr *h, u32 entropy,
+				struct vrdma_frags *none)
+{
+	void *buf = vrdma_batch_alloc(VT_DATA_HDR_LEN);
+
+	vrdma_frags_put(none);
+	if (!buf)
+		return;
+	h->psn = rc->vt->tx.snd_una - 1;
+	h->payload_len = 0;
+	h->msg_off = 0;
+	h->flags = VT_F_ACKREQ | VT_F_RETX;
+	if (vt_data_hdr_encode(h, buf, VT_DATA_HDR_LEN) < 0) {
+		vrdma_batch_free(buf);
+		return;
+	}
+	vrdma_batch_add(rc->qp->vdev, &rc->route, &rc->req.batch,
+			vrdma_net_sport(rc->qp->ibqp.qp_num, entropy), buf,
+			VT_DATA_HDR_LEN, none);
+}
+/*
  * Build the packet of one SEND/RETX decision and add it to the run's
  * batch (sent by vrdma_rc_run_at() at the end of the run, or when the
  * next packet does not fit). A payload that cannot be read fails the QP;
@@ -547,13 +578,15 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 		 * A resent READ response whose MR is gone: the requester
 		 * may well hold it already (its ACK was lost) and have let
 		 * the MR go, as NVMe-oF's SEND_WITH_INV does once the READ
-		 * completed. Not sent, like a lost packet: a later ACK
-		 * ends it, else the retry count does. Failing the QP here
-		 * broke such connections.
+		 * completed. Failing the QP here broke such connections;
+		 * an ACK probe goes instead.
 		 */
 		if (!sw && tm->kind == VRDMA_TMSG_READ_RESP &&
-		    d->action == VT_TX_RETX)
+		    d->action == VT_TX_RETX) {
+			vrdma_count(qp->vdev, VRDMA_CNT_RETX_RESP_GONE, 1);
+			vrdma_req_ack_probe(rc, &h, d->entropy, &fr);
 			return;
+		}
 		if (sw)
 			vrdma_req_fail_oldest(rc, st);
 		else
