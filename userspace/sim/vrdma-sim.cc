@@ -1044,11 +1044,18 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"init_cwnd", &c.init_cwnd},	 {"max_wnd", &c.max_wnd},
 			{"rx_wnd", &c.rx_wnd},		 {"ack_coalesce_bytes", &c.ack_coalesce_bytes},
 			{"reo_mult_max", &c.reo_mult_max}, {"swift_use_ecn", &c.swift_use_ecn},
-			{"plb_rounds", &c.plb_rounds},	 {"gbn_wnd", &c.gbn_wnd}};
+			{"plb_rounds", &c.plb_rounds},	 {"gbn_wnd", &c.gbn_wnd},
+			{"swift_fs_max_cwnd", &c.swift_fs_max_cwnd},
+			{"swift_fs_min_cwnd_fp", &c.swift_fs_min_cwnd_fp},
+			{"swift_ai_fp", &c.swift_ai_fp}, {"swift_qa_mult", &c.swift_qa_mult},
+			{"swift_min_cwnd_fp", &c.swift_min_cwnd_fp},
+			{"swift_queue_delay", &c.swift_queue_delay},
+			{"path_burst", &c.path_burst}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
-			{"dcqcn_timer_ns", &c.dcqcn_timer_ns}};
+			{"dcqcn_timer_ns", &c.dcqcn_timer_ns},
+			{"swift_fs_range_ns", &c.swift_fs_range_ns}};
 		if (f32.count(k))
 			*f32[k] = (uint32_t)v;
 		else if (f64.count(k))

@@ -250,6 +250,8 @@ TEST_F(Rack, SpuriousRecoveryUndoesTheLossCut)
 {
 	sent4();
 	uint32_t cwnd = c->tx.cwnd_fp;
+	// the 27 us samples below stay above target: no flow scaling
+	c->cfg.swift_fs_range_ns = 0;
 	c->tx.cc.swift.low_delay = false; // as after a sample above target
 	vt_tx_on_timer(c.get(), 126 * US);
 	EXPECT_EQ(c->tx.lost, 2u);

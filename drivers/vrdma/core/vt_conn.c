@@ -38,6 +38,9 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_use_ecn = 1;
 	cfg->swift_rto_reset = 5;
 	cfg->swift_jitter_mult = 4;
+	cfg->swift_fs_range_ns = 100000;
+	cfg->swift_fs_min_cwnd_fp = VT_FP_ONE / 10;
+	cfg->swift_fs_max_cwnd = 100;
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -71,6 +74,11 @@ int vt_config_check(const struct vt_config *cfg)
 	if (!cfg->swift_target_ns || !cfg->swift_min_cwnd_fp ||
 	    cfg->swift_max_mdf_fp > VT_FP_ONE ||
 	    cfg->swift_beta_fp > VT_FP_ONE)
+		return VT_ERR_INVAL;
+	if (cfg->swift_fs_range_ns &&
+	    (!cfg->swift_fs_min_cwnd_fp || cfg->swift_fs_max_cwnd > VT_WIN ||
+	     ((u64)cfg->swift_fs_max_cwnd << VT_FP_SHIFT) <=
+	     cfg->swift_fs_min_cwnd_fp))
 		return VT_ERR_INVAL;
 	if (!cfg->dcqcn_line_mbps || !cfg->dcqcn_min_mbps ||
 	    cfg->dcqcn_min_mbps > cfg->dcqcn_line_mbps ||

@@ -67,6 +67,13 @@ struct vt_config {
 	u32 swift_rto_reset;	/* consecutive RTOs before min cwnd */
 	u32 swift_queue_delay;	/* 1: compare delay above its minimum */
 	u32 swift_jitter_mult;	/* queue-delay mode: target += mult * jitter */
+	/*
+	 * Flow scaling: target += range * (1/sqrt(cwnd) - 1/sqrt(max)) /
+	 * (1/sqrt(min) - 1/sqrt(max)), cwnd clamped to [min, max]; 0 = off
+	 */
+	u64 swift_fs_range_ns;
+	u32 swift_fs_min_cwnd_fp;
+	u32 swift_fs_max_cwnd;	/* packets */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -286,6 +293,8 @@ int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 		 u32 local_id, u32 remote_id, u32 init_psn, u32 peer_psn,
 		 u64 now);
 const struct vt_cc_ops *vt_cc_get(u32 algo);
+/* Swift's flow-scaled addition to its target for this window, ns */
+u64 vt_swift_fs_target(const struct vt_config *cfg, u32 cwnd_fp);
 
 /* ---- sender ---- */
 enum vt_tx_action {
