@@ -225,6 +225,40 @@ TEST_F(Rack, SpuriousRetransmitWidensTheReorderWindow)
 	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
 }
 
+// each path's RTT: a rising queue at once, a draining one by 1/8 per sample
+TEST_F(Tx, PathRttRisesAtOnceAndDecaysSlowly)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 3000), 0);
+	send(0);
+	ASSERT_EQ(d.path, 0u);
+	ASSERT_EQ(on_ack(ack(1, 0, 0), 20 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 20 * US);
+	send(100 * US);
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), 160 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 60 * US);
+	send(200 * US);
+	ASSERT_EQ(on_ack(ack(3, 200 * US, 2), 220 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 55 * US);
+}
+
+// A packet sent on a path whose recent RTT is longer than the one RACK saw
+// last is given that long before it counts as lost (sprayed paths of
+// different depth reorder by more than the reorder window).
+TEST_F(Rack, DeepPathWaitsForItsOwnRtt)
+{
+	sent4();
+	c->tx.path[0].rtt = 40 * US;
+	vt_tx_on_timer(c.get(), 125 * US);
+	EXPECT_EQ(c->tx.lost, 0u);
+	// pkt 1: sent at 100, 40 us on its path + the 5 us reorder window
+	EXPECT_EQ(c->tx.reo_deadline, 145 * US);
+	vt_tx_on_timer(c.get(), 145 * US);
+	EXPECT_EQ(c->tx.lost, 1u);
+	vt_tx_on_timer(c.get(), 146 * US);
+	EXPECT_EQ(c->tx.lost, 2u);
+}
+
 TEST_F(Rack, DuplicateFlagFlagsSpuriousRetransmit)
 {
 	sent4();

@@ -192,6 +192,7 @@ struct vt_path {
 	u64 undo_until;		/* penalty_until before the first timeout */
 	u32 gen;		/* entropy generation, bumped on repath */
 	u32 undo_gen;		/* gen before the first timeout */
+	u64 rtt;		/* recent RTT here: up at once, down by 1/8 */
 };
 
 struct vt_tx {

@@ -161,6 +161,23 @@ static void rtt_update(struct vt_tx *t, u64 rtt)
 		t->min_rtt = rtt;
 }
 
+/*
+ * Sprayed paths queue differently: a packet on a deep path arrives after
+ * later ones on a shallow path, by more than RACK's reorder window, and
+ * is retransmitted for nothing.  Each path's recent RTT (it follows a
+ * growing queue at once, a draining one over a few samples) is what a
+ * packet sent there is given before RACK calls it lost.
+ */
+static void path_rtt_update(struct vt_tx *t, u32 path, u64 rtt)
+{
+	u64 *r = &t->path[path % VT_MAX_PATHS].rtt;
+
+	if (rtt >= *r)
+		*r = rtt;
+	else
+		*r -= (*r - rtt) >> 3;
+}
+
 static void arm_timers(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
@@ -251,7 +268,8 @@ static u32 rack_detect(struct vt_conn *c, u64 now)
 		    (p->xmit_ts == t->rack_xmit_ts &&
 		     !vt_psn_lt(psn, t->rack_psn)))
 			continue;
-		deadline = p->xmit_ts + t->rack_rtt + reo;
+		deadline = p->xmit_ts + VT_MAX(t->rack_rtt, t->path[p->path].rtt) +
+			   reo;
 		if (now >= deadline) {
 			mark_lost(c, psn, VT_CAUSE_RACK, now);
 			n++;
@@ -441,6 +459,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		rtt = now - a->echo_ts;
 		rtt = rtt > a->hold_ns ? rtt - a->hold_ns : 1;
 		rtt_update(t, rtt);
+		path_rtt_update(t, slot(t, a->trig_psn)->path, rtt);
 	}
 	spurious_check(c, a);
 	/* echoes a transmission from before the timeout (Eifel) */
