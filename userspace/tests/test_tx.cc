@@ -151,6 +151,12 @@ TEST_F(Tx, EchoOfForeignTimestampGivesNoRttSample)
 }
 
 struct Rack : Tx {
+	// the reorder window alone; RackSlack below adds the slack
+	void SetUp() override
+	{
+		Tx::SetUp();
+		cfg.rack_slack_pct = 0;
+	}
 	void sent4()
 	{
 		init();
@@ -165,9 +171,11 @@ struct Rack : Tx {
 		ASSERT_EQ(on_ack(a, 123 * US), 0);
 		EXPECT_EQ(r.acked_pkts, 2u);
 		EXPECT_EQ(r.newly_lost, 0u);
-		// reorder window = min_rtt / 4 = 5 us after rack_rtt (20 us)
-		EXPECT_EQ(c->tx.reo_deadline, 125 * US);
-		EXPECT_EQ(vt_tx_next_wakeup(c.get()), 125 * US);
+		// reorder window = min_rtt / 4 = 5 us after rack_rtt (20 us),
+		// plus the slack (of srtt = 20 us) where a test turns it on
+		uint64_t due = 125 * US + 20 * US * cfg.rack_slack_pct / 100;
+		EXPECT_EQ(c->tx.reo_deadline, due);
+		EXPECT_EQ(vt_tx_next_wakeup(c.get()), due);
 	}
 };
 
@@ -257,6 +265,20 @@ TEST_F(Rack, DeepPathWaitsForItsOwnRtt)
 	EXPECT_EQ(c->tx.lost, 1u);
 	vt_tx_on_timer(c.get(), 146 * US);
 	EXPECT_EQ(c->tx.lost, 2u);
+}
+
+// The slack: a quarter srtt (20 us) more before RACK calls a packet lost.
+TEST_F(Rack, SlackDelaysTheVerdictByAFractionOfSrtt)
+{
+	cfg.rack_slack_pct = 25;
+	sent4();
+	vt_tx_on_timer(c.get(), 125 * US);
+	EXPECT_EQ(c->tx.lost, 0u);
+	EXPECT_EQ(c->tx.reo_deadline, 130 * US);
+	vt_tx_on_timer(c.get(), 130 * US);
+	EXPECT_EQ(c->tx.lost, 1u);
+	cfg.rack_slack_pct = 101;
+	EXPECT_NE(vt_config_check(&cfg), 0);
 }
 
 TEST_F(Rack, DuplicateFlagFlagsSpuriousRetransmit)

@@ -26,6 +26,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->ack_coalesce_pkts = 16;
 	cfg->ack_delay_ns = 4000;
 	cfg->reo_mult_max = 8;
+	cfg->rack_slack_pct = 25;
 	cfg->path_penalty_ns = 50000;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
@@ -86,7 +87,8 @@ int vt_config_check(const struct vt_config *cfg)
 		return VT_ERR_INVAL;
 	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
 		return VT_ERR_INVAL;
-	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100)
+	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
+	    cfg->rack_slack_pct > 100)
 		return VT_ERR_INVAL;
 	return 0;
 }

@@ -53,6 +53,7 @@ struct vt_config {
 	u32 ack_coalesce_pkts;	/* ACK at once after this many packets */
 	u64 ack_delay_ns;
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
+	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */

@@ -247,13 +247,19 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 
 /*
  * RACK: a packet is lost when one sent after it was delivered and
- * rack_rtt + reo_wnd passed since it was sent; otherwise the reorder
- * timer is armed for the earliest such deadline.
+ * max(rack_rtt, its path's RTT) + reo_wnd + rack_slack_pct of srtt passed
+ * since it was sent; otherwise the reorder timer is armed for the earliest
+ * such deadline.  The slack: a path's RTT lags its queue (it is learnt
+ * from packets sent before this one), and in a fan-in each path's queue
+ * grows packet by packet; without it a sprayed 15->1 incast still
+ * retransmitted ~100 packets for nothing, all by RACK.  A real loss is
+ * found a quarter srtt later.
  */
 static u32 rack_detect(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
 	u64 reo = reo_wnd(c), deadline;
+	u64 slack = vt_div64(t->srtt * c->cfg.rack_slack_pct, 100);
 	u32 psn, n = 0;
 	struct vt_tx_pkt *p;
 
@@ -269,7 +275,7 @@ static u32 rack_detect(struct vt_conn *c, u64 now)
 		     !vt_psn_lt(psn, t->rack_psn)))
 			continue;
 		deadline = p->xmit_ts + VT_MAX(t->rack_rtt, t->path[p->path].rtt) +
-			   reo;
+			   reo + slack;
 		if (now >= deadline) {
 			mark_lost(c, psn, VT_CAUSE_RACK, now);
 			n++;
