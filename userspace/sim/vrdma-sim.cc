@@ -90,6 +90,7 @@ struct Opts {
 	uint32_t jobs = 1;
 	bool quiet = false;
 	std::vector<std::pair<std::string, uint64_t>> core; // vt_config overrides
+	bool vm_profile = false; // vt_config_vm(): what vrdma.ko runs
 };
 
 void usage()
@@ -130,6 +131,11 @@ Usage: vrdma-sim [options]
   --paths LIST           comma list of path counts; 1 = no spraying, 0 =
                          the core default (0); gbn always runs on 1 path
   --mtu BYTES            payload per packet (4096)
+  --profile P            dc: vt_config_default() (the suite); vm: vt_config_vm(),
+                         the defaults vrdma.ko runs (queue-delay Swift, 100 us
+                         target, 1-packet floor, 100 us ACK delay, 16-packet
+                         spray bursts); either way MTU from --mtu, DCQCN's
+                         line rate from --gbps
   --core K=V[,K=V...]    override vt_config fields for every algorithm (for
                          experiments; the suite uses the core's defaults):
                          init_cwnd max_wnd rx_wnd rto_min_ns tlp_min_ns
@@ -213,6 +219,14 @@ bool parse(int argc, char **argv, Opts &o)
 			for (auto &p : split(v, ','))
 				o.paths.push_back(std::stoul(p));
 		} else if (a == "--mtu") o.mtu = u();
+		else if (a == "--profile") {
+			const std::string &p = v;
+			if (p != "dc" && p != "vm") {
+				std::cerr << "--profile wants dc or vm\n";
+				return false;
+			}
+			o.vm_profile = p == "vm";
+		}
 		else if (a == "--core") {
 			for (auto &kv : split(v, ',')) {
 				auto e = kv.find('=');
@@ -1034,7 +1048,10 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 	n.rng.seed(mix64(o.seed ^ 0xd00d));
 	RngSeedManager::SetSeed(o.seed ? o.seed : 1);
 	RngSeedManager::SetRun(1);
-	vt_config_default(&n.cfg);
+	if (o.vm_profile)
+		vt_config_vm(&n.cfg);
+	else
+		vt_config_default(&n.cfg);
 	n.cfg.cc = algo_id(algo);
 	n.cfg.mtu = o.mtu;
 	if (paths)

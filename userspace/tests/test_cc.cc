@@ -354,3 +354,25 @@ TEST(SwiftFlowScaling, EcnHoldSparesAStarvedWindow)
 	c->ops->on_ack(c.get(), &s);
 	EXPECT_EQ(c->tx.cwnd_fp, cfg.swift_min_cwnd_fp);
 }
+
+// The kernel module's profile (vrdma_rc.c starts from it; vrdma-sim
+// --profile vm runs it): the datacenter defaults plus the VM settings.
+TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
+{
+	vt_config dc, vm;
+	vt_config_default(&dc);
+	vt_config_vm(&vm);
+	EXPECT_EQ(vt_config_check(&vm), 0);
+	EXPECT_EQ(vm.swift_queue_delay, 1u);
+	EXPECT_EQ(vm.swift_target_ns, 100 * US);
+	EXPECT_EQ(vm.swift_min_cwnd_fp, VT_FP_ONE);
+	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
+	EXPECT_EQ(vm.path_burst, 16u);
+	// everything else as vt_config_default()
+	vm.swift_queue_delay = dc.swift_queue_delay;
+	vm.swift_target_ns = dc.swift_target_ns;
+	vm.swift_min_cwnd_fp = dc.swift_min_cwnd_fp;
+	vm.ack_delay_ns = dc.ack_delay_ns;
+	vm.path_burst = dc.path_burst;
+	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
+}

@@ -53,6 +53,26 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->gbn_rto_ns = 4096ULL << 14;	/* rxe: 4.096 us * 2^14 */
 }
 
+/*
+ * What vrdma.ko runs on a VM path (vrdma_rc.c, before its module
+ * parameters and the MTU): one function, so that the simulator can run
+ * exactly the kernel's defaults (vrdma-sim --profile vm).  A VM path's
+ * base delay is unknown and its host jitter large: Swift on the queueing
+ * delay above the minimum, a VM-sized target, a window of at least one
+ * packet (no sub-packet pacing), ACKs coalesced over a VM-sized delay
+ * (each is a packet through the whole stack), and a spray that turns
+ * every 16 packets (a run to one path leaves as one UDP GSO skb).
+ */
+void vt_config_vm(struct vt_config *cfg)
+{
+	vt_config_default(cfg);
+	cfg->swift_queue_delay = 1;
+	cfg->swift_target_ns = 100000;
+	cfg->swift_min_cwnd_fp = VT_FP_ONE;
+	cfg->ack_delay_ns = 100000;
+	cfg->path_burst = 16;
+}
+
 int vt_config_check(const struct vt_config *cfg)
 {
 	if (!cfg)
