@@ -456,17 +456,16 @@ u32 vrdma_rc_payload(struct vrdma_qp *qp, int family)
 static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 			    struct vt_config *cfg)
 {
-	vt_config_default(cfg);
-	cfg->mtu = vrdma_rc_payload(qp, family);
 	/*
-	 * A VM path's base delay is unknown and its host jitter large:
-	 * Swift on queueing delay above the minimum, with a VM-sized target
-	 * and a window of at least one packet (no sub-packet pacing).
+	 * The VM profile (vt_config_vm: queue-delay Swift, 100 us target,
+	 * one-packet floor, 100 us ACK delay, a spray turn per 16 packets),
+	 * which vrdma-sim --profile vm runs too; the module parameters
+	 * default to the same values.
 	 */
+	vt_config_vm(cfg);
+	cfg->mtu = vrdma_rc_payload(qp, family);
 	cfg->cc = vrdma_rc_cc();
-	cfg->swift_queue_delay = 1;
 	cfg->swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
-	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	/*
 	 * Each ACK is a packet through the whole stack: coalesce them over
 	 * a VM-sized delay (the sender asks with ACKREQ where it waits; its

@@ -90,6 +90,7 @@ struct Opts {
 	uint32_t jobs = 1;
 	bool quiet = false;
 	std::vector<std::pair<std::string, uint64_t>> core; // vt_config overrides
+	bool vm_profile = false; // vt_config_vm(): what vrdma.ko runs
 };
 
 void usage()
@@ -130,12 +131,20 @@ Usage: vrdma-sim [options]
   --paths LIST           comma list of path counts; 1 = no spraying, 0 =
                          the core default (0); gbn always runs on 1 path
   --mtu BYTES            payload per packet (4096)
+  --profile P            dc: vt_config_default() (the suite); vm: vt_config_vm(),
+                         the defaults vrdma.ko runs (queue-delay Swift, 100 us
+                         target, 1-packet floor, 100 us ACK delay, 16-packet
+                         spray bursts); either way MTU from --mtu, DCQCN's
+                         line rate from --gbps
   --core K=V[,K=V...]    override vt_config fields for every algorithm (for
                          experiments; the suite uses the core's defaults):
                          init_cwnd max_wnd rx_wnd rto_min_ns tlp_min_ns
                          ack_coalesce_bytes ack_delay_ns reo_mult_max
                          swift_target_ns swift_use_ecn plb_rounds gbn_wnd
-                         dcqcn_timer_ns
+                         dcqcn_timer_ns swift_fs_range_ns swift_fs_min_cwnd_fp
+                         swift_fs_max_cwnd swift_ai_fp swift_qa_mult
+                         swift_min_cwnd_fp swift_queue_delay path_burst
+                         rack_slack_pct
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -210,6 +219,14 @@ bool parse(int argc, char **argv, Opts &o)
 			for (auto &p : split(v, ','))
 				o.paths.push_back(std::stoul(p));
 		} else if (a == "--mtu") o.mtu = u();
+		else if (a == "--profile") {
+			const std::string &p = v;
+			if (p != "dc" && p != "vm") {
+				std::cerr << "--profile wants dc or vm\n";
+				return false;
+			}
+			o.vm_profile = p == "vm";
+		}
 		else if (a == "--core") {
 			for (auto &kv : split(v, ',')) {
 				auto e = kv.find('=');
@@ -1031,7 +1048,10 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 	n.rng.seed(mix64(o.seed ^ 0xd00d));
 	RngSeedManager::SetSeed(o.seed ? o.seed : 1);
 	RngSeedManager::SetRun(1);
-	vt_config_default(&n.cfg);
+	if (o.vm_profile)
+		vt_config_vm(&n.cfg);
+	else
+		vt_config_default(&n.cfg);
 	n.cfg.cc = algo_id(algo);
 	n.cfg.mtu = o.mtu;
 	if (paths)
@@ -1044,11 +1064,18 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"init_cwnd", &c.init_cwnd},	 {"max_wnd", &c.max_wnd},
 			{"rx_wnd", &c.rx_wnd},		 {"ack_coalesce_bytes", &c.ack_coalesce_bytes},
 			{"reo_mult_max", &c.reo_mult_max}, {"swift_use_ecn", &c.swift_use_ecn},
-			{"plb_rounds", &c.plb_rounds},	 {"gbn_wnd", &c.gbn_wnd}};
+			{"plb_rounds", &c.plb_rounds},	 {"gbn_wnd", &c.gbn_wnd},
+			{"swift_fs_max_cwnd", &c.swift_fs_max_cwnd},
+			{"swift_fs_min_cwnd_fp", &c.swift_fs_min_cwnd_fp},
+			{"swift_ai_fp", &c.swift_ai_fp}, {"swift_qa_mult", &c.swift_qa_mult},
+			{"swift_min_cwnd_fp", &c.swift_min_cwnd_fp},
+			{"swift_queue_delay", &c.swift_queue_delay},
+			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
-			{"dcqcn_timer_ns", &c.dcqcn_timer_ns}};
+			{"dcqcn_timer_ns", &c.dcqcn_timer_ns},
+			{"swift_fs_range_ns", &c.swift_fs_range_ns}};
 		if (f32.count(k))
 			*f32[k] = (uint32_t)v;
 		else if (f64.count(k))

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 using namespace vtt;
@@ -24,8 +25,16 @@ vt_cc_sample sample(uint64_t now, uint64_t delay, uint32_t acked = 1, uint32_t c
 	return s;
 }
 
+// the published law, without flow scaling unless a test turns it on
+vt_config swift_plain()
+{
+	vt_config c = cfg_default(VT_CC_SWIFT);
+	c.swift_fs_range_ns = 0;
+	return c;
+}
+
 struct Swift : ::testing::Test {
-	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	vt_config cfg = swift_plain();
 	std::unique_ptr<vt_conn> c;
 	void SetUp() override
 	{
@@ -40,7 +49,8 @@ struct Swift : ::testing::Test {
 	}
 	uint32_t md(uint32_t cwnd, uint64_t d)
 	{
-		uint64_t t = cfg.swift_target_ns;
+		// the target flow scaling gives this window
+		uint64_t t = cfg.swift_target_ns + vt_swift_fs_target(&cfg, cwnd);
 		uint64_t f = VT_FP_ONE - cfg.swift_beta_fp * (d - t) / d;
 		f = std::max<uint64_t>(f, VT_FP_ONE - cfg.swift_max_mdf_fp);
 		return (uint32_t)(((uint64_t)cwnd * f) >> VT_FP_SHIFT);
@@ -263,4 +273,106 @@ TEST_F(Swift, JitterRaisesTheQueueDelayTarget)
 		ack(i * 100 * US, 50 * US + i * 10 * US);
 	EXPECT_LT(c->tx.cc.swift.jitter, 15 * US);
 	EXPECT_LT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT);
+}
+
+TEST(SwiftFlowScaling, TargetFallsWithTheWindow)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	uint64_t range = cfg.swift_fs_range_ns;
+	ASSERT_GT(range, 0u);
+	// the whole range at and below fs_min, nothing at and above fs_max
+	EXPECT_NEAR(vt_swift_fs_target(&cfg, cfg.swift_fs_min_cwnd_fp), range, range / 50);
+	EXPECT_NEAR(vt_swift_fs_target(&cfg, VT_FP_ONE / 100), range, range / 50);
+	EXPECT_EQ(vt_swift_fs_target(&cfg, cfg.swift_fs_max_cwnd << VT_FP_SHIFT), 0u);
+	EXPECT_EQ(vt_swift_fs_target(&cfg, 256u << VT_FP_SHIFT), 0u);
+	// Swift's 1/sqrt(cwnd) shape: range * (1/2 - 1/10) / (1/sqrt(0.1) - 1/10) at 4
+	double want = range * (0.5 - 0.1) / (1 / std::sqrt(0.1) - 0.1);
+	EXPECT_NEAR(vt_swift_fs_target(&cfg, 4u << VT_FP_SHIFT), want, want / 50);
+	uint64_t prev = UINT64_MAX;
+	for (uint32_t w = VT_FP_ONE / 10; w <= (100u << VT_FP_SHIFT); w += VT_FP_ONE / 4) {
+		uint64_t t = vt_swift_fs_target(&cfg, w);
+		EXPECT_LE(t, prev) << w;
+		prev = t;
+	}
+	cfg.swift_fs_range_ns = 0;
+	EXPECT_EQ(vt_swift_fs_target(&cfg, VT_FP_ONE), 0u);
+	// a range needs min < max
+	cfg = cfg_default(VT_CC_SWIFT);
+	cfg.swift_fs_min_cwnd_fp = cfg.swift_fs_max_cwnd << VT_FP_SHIFT;
+	EXPECT_NE(vt_config_check(&cfg), 0);
+	cfg.swift_fs_min_cwnd_fp = 0;
+	EXPECT_NE(vt_config_check(&cfg), 0);
+}
+
+// A delay above the base target: the flow above its share backs off, the
+// one below it keeps growing, so the two windows converge.
+TEST(SwiftFlowScaling, SmallWindowGrowsWhereABigOneBacksOff)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	auto big = make_conn(cfg), small = make_conn(cfg);
+	for (auto *c : {big.get(), small.get()})
+		c->tx.srtt = 20 * US;
+	big->tx.cwnd_fp = 60u << VT_FP_SHIFT;
+	small->tx.cwnd_fp = 2u << VT_FP_SHIFT;
+	uint64_t d = cfg.swift_target_ns + vt_swift_fs_target(&cfg, 60u << VT_FP_SHIFT) + 5 * US;
+	ASSERT_LT(d, cfg.swift_target_ns + vt_swift_fs_target(&cfg, 2u << VT_FP_SHIFT));
+	vt_cc_sample s = sample(100 * US, d);
+	big->ops->on_ack(big.get(), &s);
+	small->ops->on_ack(small.get(), &s);
+	EXPECT_LT(big->tx.cwnd_fp, 60u << VT_FP_SHIFT);
+	EXPECT_GT(small->tx.cwnd_fp, 2u << VT_FP_SHIFT);
+	// without flow scaling both back off
+	cfg.swift_fs_range_ns = 0;
+	small = make_conn(cfg);
+	small->tx.srtt = 20 * US;
+	small->tx.cwnd_fp = 2u << VT_FP_SHIFT;
+	small->ops->on_ack(small.get(), &s);
+	EXPECT_LT(small->tx.cwnd_fp, 2u << VT_FP_SHIFT);
+}
+
+// ECN with the delay below target holds a full window (NSCC: change path),
+// but not one that flow scaling says is below its share: in a fan-in the
+// queue stays above the ECN threshold, and a window a timeout cut to the
+// floor would otherwise never grow again.
+TEST(SwiftFlowScaling, EcnHoldSparesAStarvedWindow)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = 100u << VT_FP_SHIFT; // no flow scaling at 100
+	vt_cc_sample s = sample(100 * US, cfg.swift_target_ns - 5 * US, 1, 1);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_EQ(c->tx.cwnd_fp, 100u << VT_FP_SHIFT);
+	// the same CE-marked ACK at 0.01 packet, delay above the base target
+	c->tx.cwnd_fp = cfg.swift_min_cwnd_fp;
+	s = sample(200 * US, cfg.swift_target_ns + 20 * US, 1, 1);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_GT(c->tx.cwnd_fp, VT_FP_ONE);
+	// and below it: held, as before
+	c->tx.cwnd_fp = cfg.swift_min_cwnd_fp;
+	s = sample(300 * US, cfg.swift_target_ns - 5 * US, 1, 1);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_EQ(c->tx.cwnd_fp, cfg.swift_min_cwnd_fp);
+}
+
+// The kernel module's profile (vrdma_rc.c starts from it; vrdma-sim
+// --profile vm runs it): the datacenter defaults plus the VM settings.
+TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
+{
+	vt_config dc, vm;
+	vt_config_default(&dc);
+	vt_config_vm(&vm);
+	EXPECT_EQ(vt_config_check(&vm), 0);
+	EXPECT_EQ(vm.swift_queue_delay, 1u);
+	EXPECT_EQ(vm.swift_target_ns, 100 * US);
+	EXPECT_EQ(vm.swift_min_cwnd_fp, VT_FP_ONE);
+	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
+	EXPECT_EQ(vm.path_burst, 16u);
+	// everything else as vt_config_default()
+	vm.swift_queue_delay = dc.swift_queue_delay;
+	vm.swift_target_ns = dc.swift_target_ns;
+	vm.swift_min_cwnd_fp = dc.swift_min_cwnd_fp;
+	vm.ack_delay_ns = dc.ack_delay_ns;
+	vm.path_burst = dc.path_burst;
+	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
 }

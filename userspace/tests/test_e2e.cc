@@ -163,6 +163,7 @@ TEST(E2ERack, ReorderWindowAdaptsToSpuriousRetransmits)
 		n.jitter_ns = 12 * US;
 		vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
 		cfg.reo_mult_max = mult_max[i];
+		cfg.rack_slack_pct = 0; // the adaptive window alone
 		Net net(n);
 		net.add_flow(cfg, std::vector<uint32_t>(200, 64 * 1024));
 		ASSERT_TRUE(net.run(60000 * MS));

@@ -151,6 +151,12 @@ TEST_F(Tx, EchoOfForeignTimestampGivesNoRttSample)
 }
 
 struct Rack : Tx {
+	// the reorder window alone; RackSlack below adds the slack
+	void SetUp() override
+	{
+		Tx::SetUp();
+		cfg.rack_slack_pct = 0;
+	}
 	void sent4()
 	{
 		init();
@@ -165,9 +171,11 @@ struct Rack : Tx {
 		ASSERT_EQ(on_ack(a, 123 * US), 0);
 		EXPECT_EQ(r.acked_pkts, 2u);
 		EXPECT_EQ(r.newly_lost, 0u);
-		// reorder window = min_rtt / 4 = 5 us after rack_rtt (20 us)
-		EXPECT_EQ(c->tx.reo_deadline, 125 * US);
-		EXPECT_EQ(vt_tx_next_wakeup(c.get()), 125 * US);
+		// reorder window = min_rtt / 4 = 5 us after rack_rtt (20 us),
+		// plus the slack (of srtt = 20 us) where a test turns it on
+		uint64_t due = 125 * US + 20 * US * cfg.rack_slack_pct / 100;
+		EXPECT_EQ(c->tx.reo_deadline, due);
+		EXPECT_EQ(vt_tx_next_wakeup(c.get()), due);
 	}
 };
 
@@ -225,6 +233,54 @@ TEST_F(Rack, SpuriousRetransmitWidensTheReorderWindow)
 	EXPECT_EQ(c->stats[VT_STAT_SPURIOUS], 1u);
 }
 
+// each path's RTT: a rising queue at once, a draining one by 1/8 per sample
+TEST_F(Tx, PathRttRisesAtOnceAndDecaysSlowly)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 3000), 0);
+	send(0);
+	ASSERT_EQ(d.path, 0u);
+	ASSERT_EQ(on_ack(ack(1, 0, 0), 20 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 20 * US);
+	send(100 * US);
+	ASSERT_EQ(on_ack(ack(2, 100 * US, 1), 160 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 60 * US);
+	send(200 * US);
+	ASSERT_EQ(on_ack(ack(3, 200 * US, 2), 220 * US), 0);
+	EXPECT_EQ(c->tx.path[0].rtt, 55 * US);
+}
+
+// A packet sent on a path whose recent RTT is longer than the one RACK saw
+// last is given that long before it counts as lost (sprayed paths of
+// different depth reorder by more than the reorder window).
+TEST_F(Rack, DeepPathWaitsForItsOwnRtt)
+{
+	sent4();
+	c->tx.path[0].rtt = 40 * US;
+	vt_tx_on_timer(c.get(), 125 * US);
+	EXPECT_EQ(c->tx.lost, 0u);
+	// pkt 1: sent at 100, 40 us on its path + the 5 us reorder window
+	EXPECT_EQ(c->tx.reo_deadline, 145 * US);
+	vt_tx_on_timer(c.get(), 145 * US);
+	EXPECT_EQ(c->tx.lost, 1u);
+	vt_tx_on_timer(c.get(), 146 * US);
+	EXPECT_EQ(c->tx.lost, 2u);
+}
+
+// The slack: a quarter srtt (20 us) more before RACK calls a packet lost.
+TEST_F(Rack, SlackDelaysTheVerdictByAFractionOfSrtt)
+{
+	cfg.rack_slack_pct = 25;
+	sent4();
+	vt_tx_on_timer(c.get(), 125 * US);
+	EXPECT_EQ(c->tx.lost, 0u);
+	EXPECT_EQ(c->tx.reo_deadline, 130 * US);
+	vt_tx_on_timer(c.get(), 130 * US);
+	EXPECT_EQ(c->tx.lost, 1u);
+	cfg.rack_slack_pct = 101;
+	EXPECT_NE(vt_config_check(&cfg), 0);
+}
+
 TEST_F(Rack, DuplicateFlagFlagsSpuriousRetransmit)
 {
 	sent4();
@@ -250,6 +306,8 @@ TEST_F(Rack, SpuriousRecoveryUndoesTheLossCut)
 {
 	sent4();
 	uint32_t cwnd = c->tx.cwnd_fp;
+	// the 27 us samples below stay above target: no flow scaling
+	c->cfg.swift_fs_range_ns = 0;
 	c->tx.cc.swift.low_delay = false; // as after a sample above target
 	vt_tx_on_timer(c.get(), 126 * US);
 	EXPECT_EQ(c->tx.lost, 2u);

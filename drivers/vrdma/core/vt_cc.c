@@ -90,11 +90,63 @@ static u64 swift_queue_delay(struct vt_conn *c, const struct vt_cc_sample *s,
 	return *stand - *base;
 }
 
+/* floor(sqrt(x)), bit by bit: no floating point in the core */
+static u64 isqrt64(u64 x)
+{
+	u64 r = 0, bit = 1ULL << 62;
+
+	while (bit > x)
+		bit >>= 2;
+	while (bit) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return r;
+}
+
+/* 1 / sqrt(cwnd) of a fixed-point window, fixed point */
+static u64 inv_sqrt_fp(u64 cwnd_fp)
+{
+	return vt_div64(1ULL << (VT_FP_SHIFT + VT_FP_SHIFT / 2),
+			VT_MAX(isqrt64(cwnd_fp), 1ULL));
+}
+
+/*
+ * Swift's flow scaling: a smaller window gets a higher target.  Of N
+ * flows sharing a queue, those below the fair share keep growing while
+ * those above it already back off, which converges windows that the
+ * plain law (same increase for all, a cut of a few percent just above
+ * target) would keep apart; and a fan-in of many flows, each far below
+ * one BDP, holds a queue the buffer can absorb instead of cutting every
+ * window to the floor.
+ */
+u64 vt_swift_fs_target(const struct vt_config *cfg, u32 cwnd_fp)
+{
+	u64 lo = cfg->swift_fs_min_cwnd_fp;
+	u64 hi = (u64)cfg->swift_fs_max_cwnd << VT_FP_SHIFT;
+	u64 w = cwnd_fp, inv_lo, inv_hi;
+
+	if (!cfg->swift_fs_range_ns)
+		return 0;
+	w = VT_MIN(VT_MAX(w, lo), hi);
+	inv_lo = inv_sqrt_fp(lo);
+	inv_hi = inv_sqrt_fp(hi);
+	return vt_div64(cfg->swift_fs_range_ns * (inv_sqrt_fp(w) - inv_hi),
+			inv_lo - inv_hi);
+}
+
 static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 {
 	const struct vt_config *cfg = &c->cfg;
 	u64 target = cfg->swift_target_ns, d = s->delay_ns, cwnd = c->tx.cwnd_fp;
-	u64 md, achieved;
+	u64 md, achieved, fs = vt_swift_fs_target(cfg, c->tx.cwnd_fp);
+
+	target += fs;
 
 	if (!s->has_delay)
 		return;
@@ -118,8 +170,15 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		return;
 	}
 	if (d < target) {
-		/* NSCC: ECN while delay is low means change path, not rate */
-		if (cfg->swift_use_ecn && s->ce_count)
+		/*
+		 * NSCC: ECN while delay is low means change path, not rate.
+		 * Only below the unscaled target: a window that flow scaling
+		 * lifted above it is below its share and must still grow, or
+		 * a queue held above the ECN threshold (a fan-in) freezes
+		 * every window where a timeout left it (0.01 packet, starved).
+		 */
+		if (cfg->swift_use_ecn && s->ce_count &&
+		    d < target - fs)
 			return;
 		if (cwnd >= VT_FP_ONE)
 			cwnd += vt_div64((u64)cfg->swift_ai_fp * s->acked_pkts *

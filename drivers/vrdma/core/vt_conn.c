@@ -26,6 +26,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->ack_coalesce_pkts = 16;
 	cfg->ack_delay_ns = 4000;
 	cfg->reo_mult_max = 8;
+	cfg->rack_slack_pct = 25;
 	cfg->path_penalty_ns = 50000;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
@@ -38,6 +39,9 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_use_ecn = 1;
 	cfg->swift_rto_reset = 5;
 	cfg->swift_jitter_mult = 4;
+	cfg->swift_fs_range_ns = 100000;
+	cfg->swift_fs_min_cwnd_fp = VT_FP_ONE / 10;
+	cfg->swift_fs_max_cwnd = 100;
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -47,6 +51,26 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->dcqcn_f = 5;
 	cfg->gbn_wnd = 128;
 	cfg->gbn_rto_ns = 4096ULL << 14;	/* rxe: 4.096 us * 2^14 */
+}
+
+/*
+ * What vrdma.ko runs on a VM path (vrdma_rc.c, before its module
+ * parameters and the MTU): one function, so that the simulator can run
+ * exactly the kernel's defaults (vrdma-sim --profile vm).  A VM path's
+ * base delay is unknown and its host jitter large: Swift on the queueing
+ * delay above the minimum, a VM-sized target, a window of at least one
+ * packet (no sub-packet pacing), ACKs coalesced over a VM-sized delay
+ * (each is a packet through the whole stack), and a spray that turns
+ * every 16 packets (a run to one path leaves as one UDP GSO skb).
+ */
+void vt_config_vm(struct vt_config *cfg)
+{
+	vt_config_default(cfg);
+	cfg->swift_queue_delay = 1;
+	cfg->swift_target_ns = 100000;
+	cfg->swift_min_cwnd_fp = VT_FP_ONE;
+	cfg->ack_delay_ns = 100000;
+	cfg->path_burst = 16;
 }
 
 int vt_config_check(const struct vt_config *cfg)
@@ -72,13 +96,19 @@ int vt_config_check(const struct vt_config *cfg)
 	    cfg->swift_max_mdf_fp > VT_FP_ONE ||
 	    cfg->swift_beta_fp > VT_FP_ONE)
 		return VT_ERR_INVAL;
+	if (cfg->swift_fs_range_ns &&
+	    (!cfg->swift_fs_min_cwnd_fp || cfg->swift_fs_max_cwnd > VT_WIN ||
+	     ((u64)cfg->swift_fs_max_cwnd << VT_FP_SHIFT) <=
+	     cfg->swift_fs_min_cwnd_fp))
+		return VT_ERR_INVAL;
 	if (!cfg->dcqcn_line_mbps || !cfg->dcqcn_min_mbps ||
 	    cfg->dcqcn_min_mbps > cfg->dcqcn_line_mbps ||
 	    cfg->dcqcn_g_shift > 16 || !cfg->dcqcn_timer_ns)
 		return VT_ERR_INVAL;
 	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
 		return VT_ERR_INVAL;
-	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100)
+	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
+	    cfg->rack_slack_pct > 100)
 		return VT_ERR_INVAL;
 	return 0;
 }

@@ -53,6 +53,7 @@ struct vt_config {
 	u32 ack_coalesce_pkts;	/* ACK at once after this many packets */
 	u64 ack_delay_ns;
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
+	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */
@@ -67,6 +68,13 @@ struct vt_config {
 	u32 swift_rto_reset;	/* consecutive RTOs before min cwnd */
 	u32 swift_queue_delay;	/* 1: compare delay above its minimum */
 	u32 swift_jitter_mult;	/* queue-delay mode: target += mult * jitter */
+	/*
+	 * Flow scaling: target += range * (1/sqrt(cwnd) - 1/sqrt(max)) /
+	 * (1/sqrt(min) - 1/sqrt(max)), cwnd clamped to [min, max]; 0 = off
+	 */
+	u64 swift_fs_range_ns;
+	u32 swift_fs_min_cwnd_fp;
+	u32 swift_fs_max_cwnd;	/* packets */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -185,6 +193,7 @@ struct vt_path {
 	u64 undo_until;		/* penalty_until before the first timeout */
 	u32 gen;		/* entropy generation, bumped on repath */
 	u32 undo_gen;		/* gen before the first timeout */
+	u64 rtt;		/* recent RTT here: up at once, down by 1/8 */
 };
 
 struct vt_tx {
@@ -281,11 +290,15 @@ struct vt_conn {
 
 /* ---- setup ---- */
 void vt_config_default(struct vt_config *cfg);
+/* the kernel module's defaults for VM paths (vt_config_default + VM) */
+void vt_config_vm(struct vt_config *cfg);
 int vt_config_check(const struct vt_config *cfg);
 int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 		 u32 local_id, u32 remote_id, u32 init_psn, u32 peer_psn,
 		 u64 now);
 const struct vt_cc_ops *vt_cc_get(u32 algo);
+/* Swift's flow-scaled addition to its target for this window, ns */
+u64 vt_swift_fs_target(const struct vt_config *cfg, u32 cwnd_fp);
 
 /* ---- sender ---- */
 enum vt_tx_action {

@@ -161,6 +161,23 @@ static void rtt_update(struct vt_tx *t, u64 rtt)
 		t->min_rtt = rtt;
 }
 
+/*
+ * Sprayed paths queue differently: a packet on a deep path arrives after
+ * later ones on a shallow path, by more than RACK's reorder window, and
+ * is retransmitted for nothing.  Each path's recent RTT (it follows a
+ * growing queue at once, a draining one over a few samples) is what a
+ * packet sent there is given before RACK calls it lost.
+ */
+static void path_rtt_update(struct vt_tx *t, u32 path, u64 rtt)
+{
+	u64 *r = &t->path[path % VT_MAX_PATHS].rtt;
+
+	if (rtt >= *r)
+		*r = rtt;
+	else
+		*r -= (*r - rtt) >> 3;
+}
+
 static void arm_timers(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
@@ -230,13 +247,19 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 
 /*
  * RACK: a packet is lost when one sent after it was delivered and
- * rack_rtt + reo_wnd passed since it was sent; otherwise the reorder
- * timer is armed for the earliest such deadline.
+ * max(rack_rtt, its path's RTT) + reo_wnd + rack_slack_pct of srtt passed
+ * since it was sent; otherwise the reorder timer is armed for the earliest
+ * such deadline.  The slack: a path's RTT lags its queue (it is learnt
+ * from packets sent before this one), and in a fan-in each path's queue
+ * grows packet by packet; without it a sprayed 15->1 incast still
+ * retransmitted ~100 packets for nothing, all by RACK.  A real loss is
+ * found a quarter srtt later.
  */
 static u32 rack_detect(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
 	u64 reo = reo_wnd(c), deadline;
+	u64 slack = vt_div64(t->srtt * c->cfg.rack_slack_pct, 100);
 	u32 psn, n = 0;
 	struct vt_tx_pkt *p;
 
@@ -251,7 +274,8 @@ static u32 rack_detect(struct vt_conn *c, u64 now)
 		    (p->xmit_ts == t->rack_xmit_ts &&
 		     !vt_psn_lt(psn, t->rack_psn)))
 			continue;
-		deadline = p->xmit_ts + t->rack_rtt + reo;
+		deadline = p->xmit_ts + VT_MAX(t->rack_rtt, t->path[p->path].rtt) +
+			   reo + slack;
 		if (now >= deadline) {
 			mark_lost(c, psn, VT_CAUSE_RACK, now);
 			n++;
@@ -441,6 +465,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		rtt = now - a->echo_ts;
 		rtt = rtt > a->hold_ns ? rtt - a->hold_ns : 1;
 		rtt_update(t, rtt);
+		path_rtt_update(t, slot(t, a->trig_psn)->path, rtt);
 	}
 	spurious_check(c, a);
 	/* echoes a transmission from before the timeout (Eifel) */
