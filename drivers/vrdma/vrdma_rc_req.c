@@ -514,14 +514,14 @@ static bool vrdma_req_frags(struct vrdma_rc_conn *rc,
  */
 static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 				struct vt_data_hdr *h, u32 entropy,
-				struct vrdma_frags *none)
+				struct vrdma_frags *fr)
 {
 	void *buf = vrdma_batch_alloc(VT_DATA_HDR_LEN);
 
-	vrdma_frags_put(none);
+	vrdma_frags_put(fr);	/* the probe carries no payload */
 	if (!buf)
 		return;
-	h->psn = rc->vt->tx.snd_una - 1;
+	h->psn = vt_tx_acked_psn(rc->vt);
 	h->payload_len = 0;
 	h->msg_off = 0;
 	h->flags = VT_F_ACKREQ | VT_F_RETX;
@@ -531,7 +531,7 @@ static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 	}
 	vrdma_batch_add(rc->qp->vdev, &rc->route, &rc->req.batch,
 			vrdma_net_sport(rc->qp->ibqp.qp_num, entropy), buf,
-			VT_DATA_HDR_LEN, none);
+			VT_DATA_HDR_LEN, fr);
 }
 /*
  * Build the packet of one SEND/RETX decision and add it to the run's

@@ -76,6 +76,7 @@ TEST_F(Tx, SegmentsMessagesIntoMtuPackets)
 	EXPECT_EQ(r.msgs_done, 2u);
 	EXPECT_EQ(r.acked_pkts, 4u);
 	EXPECT_TRUE(vt_tx_idle(c.get()));
+	EXPECT_EQ(vt_tx_acked_psn(c.get()), 3u);
 	EXPECT_EQ(poll(130), VT_TX_IDLE);
 	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
 }

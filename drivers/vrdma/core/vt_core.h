@@ -339,6 +339,8 @@ void vt_tx_on_timer(struct vt_conn *c, u64 now);
 u64 vt_tx_next_wakeup(const struct vt_conn *c);
 u32 vt_tx_wnd(const struct vt_conn *c);
 bool vt_tx_idle(const struct vt_conn *c);
+/* A PSN the peer has acknowledged (snd_una - 1): a sure duplicate there. */
+u32 vt_tx_acked_psn(const struct vt_conn *c);
 u64 vt_tx_rto(const struct vt_conn *c);
 int vt_tx_set_psn(struct vt_conn *c, u32 psn);
 u16 vt_path_entropy(const struct vt_conn *c, u32 path);

@@ -91,6 +91,11 @@ bool vt_tx_idle(const struct vt_conn *c)
 	return !outstanding(&c->tx) && c->tx.mq_head == c->tx.mq_tail;
 }
 
+u32 vt_tx_acked_psn(const struct vt_conn *c)
+{
+	return c->tx.snd_una - 1;
+}
+
 int vt_tx_enqueue(struct vt_conn *c, u32 msg_id, u32 msg_len)
 {
 	struct vt_tx *t = &c->tx;
