@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# A workload for scripts/vm/profile: the bench's single-namespace wire and a
+# few of its figures, each phase marked "##prof LABEL" so the profile tells
+# them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
+# vrdma:lat rxe:write tcp:bw"); PROF_SECONDS (default 8) per phase.
+# PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
+# module, in turn, PROF_ROUNDS times (default 1), labelled by the file's
+# name: an A/B of two builds in one boot, where TCG's run-to-run swings
+# are smallest.
+#   scripts/vm/profile -- --mem 3G scripts/bench/prof-guest.sh
+. "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+tests=${PROF_TESTS:-vrdma:write vrdma:send64 vrdma:lat rxe:write tcp:bw}
+secs=${PROF_SECONDS:-8}
+port=18700
+
+gid_of() {
+	local dev=$1 ip=$2 hex f
+	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
+	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$f" 2>/dev/null && { basename "$f"; return; }
+	done
+}
+bind() {
+	case "$1" in
+	rxe) modprobe crc32_generic; modprobe crc32-pclmul; modprobe rdma_rxe ;;
+	vrdma) modprobe vrdma ;;
+	esac 2>/dev/null
+	rdma link add "$1_w1" type "$1" netdev "$W1_IF" &&
+		rdma link add "$1_w2" type "$1" netdev "$W2_IF" || return 1
+	wait_until 10 ibv_has "$1_w1" && wait_until 10 ibv_has "$1_w2"
+}
+unbind() { rdma link del "$1_w1"; rdma link del "$1_w2"; }
+# The text symbols, for scripts/vm/profile (Debian's System.map is a
+# stub), once the modules are loaded.
+kallsyms() {
+	echo "##prof-kallsyms $(awk '$2 ~ /^[tT]$/ { print $1, $2, $3, $4 }' /proc/kallsyms | gzip -1 | base64 -w0)"
+}
+# cpu_mark / cpu_report LABEL: each vCPU's user, system, softirq and idle
+# share of the phase, from /proc/stat.
+cpu_mark() { grep '^cpu[0-9]' /proc/stat >/tmp/stat0; }
+cpu_report() {
+	grep '^cpu[0-9]' /proc/stat | paste -d' ' /tmp/stat0 - | awk -v l="$1" '{
+		n = NF / 2
+		for (i = 2; i <= n; i++) d[i] = $(i + n) - $i
+		t = 0; for (i = 2; i <= n; i++) t += d[i]
+		if (t == 0) t = 1
+		printf "# %s %s: user %d%% sys %d%% softirq %d%% idle %d%%\n", l, $1,
+			100 * (d[2] + d[3]) / t, 100 * d[4] / t, 100 * d[8] / t, 100 * (d[5] + d[6]) / t
+	}'
+}
+# qp_state DEV: the RC QPs' transport state (cwnd, RTT, ...) mid-phase
+qp_state() {
+	sleep $((secs / 2))
+	rdma resource show qp link "$1"/1 -dd 2>/dev/null | grep -v -e 'qp-type UD' -e 'qp-type GSI' | sed 's/^/# mid-phase: /' | cut -c1-600
+}
+# perftest TRANSPORT LABEL TOOL ARGS...: server and client, one phase
+perftest() {
+	local t=$1 label=$2 tool=$3 idx
+	shift 3
+	idx=$(gid_of "$t"_w1 "$W1_IP")
+	timeout $((secs + 30)) "$tool" -d "$t"_w2 -F -p $port -x "$idx" "$@" >/tmp/srv.out 2>&1 &
+	sleep 1
+	echo "##prof $label"
+	cpu_mark
+	qp_state "$t"_w1 &
+	timeout $((secs + 25)) "$tool" -d "$t"_w1 -F -p $port -x "$idx" "$@" "$W2_IP" >/tmp/cli.out 2>&1
+	echo "##prof -"
+	cpu_report "$label"
+	wait
+	port=$((port + 1))
+	grep -E '^ *[0-9]+ +[0-9]+' /tmp/cli.out | tail -n 1 | sed "s/^/# $label: /"
+}
+
+# use_ko PATH: this vrdma.ko in place of the loaded one
+use_ko() {
+	modprobe vrdma 2>/dev/null	# its dependencies
+	rmmod vrdma 2>/dev/null
+	insmod "$1" || echo "# prof: insmod $1 failed"
+}
+
+wire_single || { echo "prof: the wire failed"; exit 1; }
+# PROF_RPS="MASK1 MASK2": receive packet steering of vw1's and vw2's
+# receive queue (an experiment: each end's receive work on its own vCPU)
+if [ -n "${PROF_RPS:-}" ]; then
+	read -r m1 m2 <<<"$PROF_RPS"
+	echo "$m1" >/sys/class/net/$W1_IF/queues/rx-0/rps_cpus
+	echo "$m2" >/sys/class/net/$W2_IF/queues/rx-0/rps_cpus
+fi
+plan=
+if [ -n "${PROF_KOS:-}" ]; then
+	for _ in $(seq "${PROF_ROUNDS:-1}"); do
+		for k in $PROF_KOS; do
+			for x in $tests; do
+				case "$x" in vrdma:*) plan="$plan $k@$x" ;; esac
+			done
+		done
+	done
+else
+	plan=$tests
+fi
+for px in $plan; do
+	ko="" x=$px
+	case "$px" in *@*) ko=${px%@*} x=${px#*@} ;; esac
+	t=${x%%:*} what=${x#*:}
+	if [ -n "$ko" ]; then
+		use_ko "$ko"
+		x="$(basename "$ko" .ko):$what"
+	fi
+	if [ "$t" = tcp ]; then
+		iperf3 -s -1 -B "$W2_IP" -p 5299 >/dev/null 2>&1 &
+		sleep 1
+		echo "##prof tcp:bw"
+		cpu_mark
+		iperf3 -c "$W2_IP" -B "$W1_IP" -p 5299 -t "$secs" -f m 2>&1 | grep receiver | sed 's/^/# tcp:bw: /'
+		echo "##prof -"
+		cpu_report tcp:bw
+		wait
+		continue
+	fi
+	bind "$t" || { echo "# prof: cannot bind $t"; continue; }
+	kallsyms
+	case "$what" in
+	write) perftest "$t" "$x" ib_write_bw -s 65536 -D "$secs" --report_gbits ;;
+	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
+	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
+	esac
+	# the device's counters (vrdma's: batches, waits, timers, ACKs)
+	for d in "$t"_w1 "$t"_w2; do
+		echo "# $x $d: $(rdma statistic show link "$d"/1 2>/dev/null |
+			awk '{ for (i = 3; i < NF; i += 2) if ($(i + 1) != 0) printf "%s %s ", $i, $(i + 1) }')"
+	done
+	unbind "$t"
+done
+exit 0
