@@ -342,7 +342,17 @@ bool vrdma_route_from_peer(const struct vrdma_route *r,
 
 /*
  * The end of a run of packets for one connection: run its sender once (new
- * READ responses, a window the ACKs opened, freed read slots), unlock.
+ * READ responses, a window the ACKs opened, freed read slots, the ACK the
+ * run's data asked for), unlock.
+ *
+ * After a run of several data packets the clock is read again: they were
+ * all stamped with the run's start (b->now, one read per run), and the
+ * ACK's hold time (from the last arrival to the ACK) must cover their
+ * placement, which the sender would otherwise take for queueing in the
+ * network: under TCG a 16-packet run takes longer than Swift's whole
+ * target, and the window shrank to a few packets on an idle wire. A
+ * single packet's placement is short, and a clock read is not (an
+ * emulated device access in a TCG guest): its ACK keeps b->now.
  */
 void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 {
@@ -351,7 +361,7 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	if (!rc)
 		return;
 	b->rc = NULL;
-	vrdma_rc_run_at(rc, b->now);
+	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now);
 	vrdma_rc_unlock_bh(rc);
 	rcu_read_unlock();
 }
@@ -377,6 +387,7 @@ static struct vrdma_rc_conn *vrdma_rc_rx_conn(struct vrdma_dev *vdev,
 	spin_lock_bh(&rc->lock);
 	b->rc = rc;
 	b->qpn = qpn;
+	b->data = 0;
 	b->now = vrdma_rc_now();
 	return rc;
 }
@@ -393,6 +404,7 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 	u32 qpn = dh ? dh->dst_conn : ack->dst_conn;
 	struct vrdma_rc_conn *rc = vrdma_rc_rx_conn(vdev, qpn, b);
 
+	b->data += !!dh;
 	if (!rc)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
 	else if (rc->dead && dh && rc->resp.nack && vrdma_route_from_peer(&rc->route, skb))

@@ -231,6 +231,7 @@ void vrdma_rc_kick(struct vrdma_qp *qp);
 struct vrdma_rc_rxb {
 	struct vrdma_rc_conn *rc;
 	u32 qpn;
+	u32 data;		/* data packets of the run */
 	u64 now;
 };
 

@@ -603,7 +603,14 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
 		vrdma_resp_execute(rc, h, rm, skb);
 	vrdma_resp_complete(rc, v.msgs_done);
-	if (v.ack_now)
+	/*
+	 * An ACK for accepted data waits for the end of the run (the core
+	 * keeps it due; vrdma_rc_rx_flush() sends it): it would not leave
+	 * before the unlock there anyway, and built then it acknowledges
+	 * the whole run with a hold time that covers its placement.
+	 * Duplicates, NACKs and drops answer at once, as the packet found.
+	 */
+	if (v.ack_now && v.result != VT_RX_ACCEPT)
 		vrdma_resp_send_ack(rc, now);
 	if (v.result == VT_RX_NACKED &&
 	    (nack == VT_NACK_REM_ACCESS || nack == VT_NACK_INV_REQ ||
