@@ -343,7 +343,8 @@ bool vrdma_route_from_peer(const struct vrdma_route *r,
 /*
  * The end of a run of packets for one connection: run its sender once (new
  * READ responses, a window the ACKs opened, freed read slots, the ACK the
- * run's data asked for), unlock.
+ * run's data asked for, which a batch always does: vt_rx_run_end()),
+ * unlock.
  *
  * After a run of several data packets the clock is read again: they were
  * all stamped with the run's start (b->now, one read per run), and the
@@ -361,6 +362,7 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	if (!rc)
 		return;
 	b->rc = NULL;
+	vt_rx_run_end(rc->vt, b->data);
 	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now);
 	vrdma_rc_unlock_bh(rc);
 	rcu_read_unlock();

@@ -365,6 +365,34 @@ TEST_F(Rx, CoalescingStopsAtAPacketCount)
 	}
 }
 
+// A batch (several packets of one GSO skb or GRO aggregate) is ACKed at its
+// end, whatever the coalescing thresholds; a lone packet still coalesces.
+TEST_F(Rx, ABatchIsAckedAtItsEnd)
+{
+	init();
+	rx(0, 10, VT_F_SOM, false, 0, 64);
+	rx(1, 11, 0, false, 0, 64);
+	EXPECT_FALSE(v.ack_now); // below every threshold
+	vt_rx_run_end(c.get(), 2);
+	EXPECT_TRUE(vt_rx_ack_due(c.get(), 12));
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 0u);
+	vt_ack a = ack(12);
+	EXPECT_EQ(a.cum_psn, 2u);
+	EXPECT_FALSE(vt_rx_ack_due(c.get(), 13));
+	// a run of one packet: the delay and the counts decide, as before
+	rx(2, 20, 0, false, 0, 64);
+	vt_rx_run_end(c.get(), 1);
+	EXPECT_FALSE(vt_rx_ack_due(c.get(), 21));
+	EXPECT_TRUE(vt_rx_ack_due(c.get(), 20 + cfg.ack_delay_ns));
+	ack(30);
+	// nothing pending (a run of duplicates): no ACK is made due
+	rx(1, 40, 0, false, 0, 64);
+	EXPECT_EQ(v.result, VT_RX_DUP);
+	ack(41);
+	vt_rx_run_end(c.get(), 5);
+	EXPECT_FALSE(vt_rx_ack_due(c.get(), 42));
+}
+
 // After a loss, only the packet that opens the hole and those that shrink it
 // are ACKed at once; packets that continue after the hole coalesce.
 TEST_F(Rx, OnlyNewsAboutAHoleIsAckedAtOnce)

@@ -366,6 +366,7 @@ struct vt_rx_verdict {
 
 int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 		  bool ce, u8 nack, struct vt_rx_verdict *v);
+void vt_rx_run_end(struct vt_conn *c, u32 pkts);
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);

@@ -162,6 +162,22 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 	return 0;
 }
 
+/*
+ * @pkts data packets arrived together and were taken: one UDP GSO batch or
+ * GRO aggregate, what one run of the sender produced. An ACK they left
+ * pending is due now when they were several: the sender has nothing more
+ * on its way from that run, and a batch is ACKed once, as TCP ACKs a GRO
+ * aggregate, instead of waiting for the next batch or for the ACK delay
+ * (a timer per batch where a timer is costly, and a sender that waits on
+ * it meanwhile). A lone packet coalesces as before: small messages keep
+ * their one ACK per 16.
+ */
+void vt_rx_run_end(struct vt_conn *c, u32 pkts)
+{
+	if (pkts > 1 && c->rx.pend_pkts)
+		c->rx.ack_now = true;
+}
+
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now)
 {
 	return c->rx.ack_now || now >= c->rx.ack_deadline;
