@@ -74,11 +74,15 @@ perftest() {
 	grep -E '^ *[0-9]+ +[0-9]+' /tmp/cli.out | tail -n 1 | sed "s/^/# $label: /"
 }
 
-# use_ko PATH: this vrdma.ko in place of the loaded one
+# use_ko PATH[,PARAM=VALUE...]: this vrdma.ko, with these module
+# parameters, in place of the loaded one
 use_ko() {
+	local ko=${1%%,*} params=
+	[ "$ko" = "$1" ] || params=${1#*,}
 	modprobe vrdma 2>/dev/null	# its dependencies
 	rmmod vrdma 2>/dev/null
-	insmod "$1" || echo "# prof: insmod $1 failed"
+	# shellcheck disable=SC2086 # a list of parameters
+	insmod "$ko" ${params//,/ } || echo "# prof: insmod $1 failed"
 }
 
 wire_single || { echo "prof: the wire failed"; exit 1; }
@@ -107,7 +111,7 @@ for px in $plan; do
 	t=${x%%:*} what=${x#*:}
 	if [ -n "$ko" ]; then
 		use_ko "$ko"
-		x="$(basename "$ko" .ko):$what"
+		x="$(basename "${ko%%,*}" .ko)${ko#"${ko%%,*}"}:$what"
 	fi
 	if [ "$t" = tcp ]; then
 		iperf3 -s -1 -B "$W2_IP" -p 5299 >/dev/null 2>&1 &
