@@ -6,8 +6,9 @@
 # share of the slab and page allocations of the processes whose
 # make-it-fail is 1. A program turns its own on only once it is loaded:
 # libvrdma_failself.so (LD_PRELOAD, userspace/tools/vrdma_failself.cpp)
-# does it right after the first ibv_get_device_list(), after
-# mlockall(MCL_CURRENT | MCL_FUTURE). So what fails is the program's verbs
+# does it right after the first ibv_open_device() (not before: 6.1's
+# ib_core leaks the task when creating the user context fails, see the
+# shim), after mlockall(MCL_CURRENT | MCL_FUTURE). So what fails is the program's verbs
 # calls through ib_uverbs, ib_core and vrdma, the transmits its posts make
 # in process context and its teardown at exit, and never the 9p reads of
 # its binary and libraries: the first version of this test set
