@@ -210,13 +210,6 @@ bind_rdma() {
 	fi
 	log "$t bound: $DEV_C $DEV_S, perftest addressing ${CONN[*]}"
 }
-gid_index() {
-	local dev=$1 ip=$2 hex f
-	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
-	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$f" 2>/dev/null && { basename "$f"; return; }
-	done
-}
 unbind_rdma() {
 	pkill_mine
 	timeout 20 rdma link del "$DEV_C" 2>/dev/null

@@ -16,13 +16,6 @@ tests=${PROF_TESTS:-vrdma:write vrdma:send64 vrdma:lat rxe:write tcp:bw}
 secs=${PROF_SECONDS:-8}
 port=18700
 
-gid_of() {
-	local dev=$1 ip=$2 hex f
-	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
-	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$f" 2>/dev/null && { basename "$f"; return; }
-	done
-}
 bind() {
 	case "$1" in
 	rxe) modprobe crc32_generic; modprobe crc32-pclmul; modprobe rdma_rxe ;;
@@ -60,7 +53,7 @@ qp_state() {
 perftest() {
 	local t=$1 label=$2 tool=$3 idx
 	shift 3
-	idx=$(gid_of "$t"_w1 "$W1_IP")
+	idx=$(gid_index "$t"_w1 "$W1_IP")
 	timeout $((secs + 30)) "$tool" -d "$t"_w2 -F -p $port -x "$idx" "$@" >/tmp/srv.out 2>&1 &
 	sleep 1
 	echo "##prof $label"

@@ -194,6 +194,17 @@ wire_single() {
 	apply_netem "" "$W1_IF" && apply_netem "" "$W2_IF" || return 1
 }
 
+# gid_index DEV IP: the index of DEV's port-1 GID that is IPv4 address IP
+# (IPv4-mapped), or nothing (the bench and its profile workload).
+gid_index() {
+	local dev=$1 ip=$2 hex f
+	# shellcheck disable=SC2086 # the four octets, one word each
+	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
+	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		grep -q "0000:0000:0000:0000:0000:ffff:$hex" "$f" 2>/dev/null && { basename "$f"; return; }
+	done
+}
+
 # tx packet counter of a netdev (optionally in a namespace).
 tx_packets() {
 	if [ -n "${2:-}" ]; then
