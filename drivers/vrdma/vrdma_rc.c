@@ -199,9 +199,11 @@ static bool vrdma_rc_blocked(struct vrdma_rc_conn *rc, u64 now)
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
  * soft hrtimer), so no thread wakeup sits between an event and its packet.
+ * New WQEs are taken where @look_sq says so (a doorbell, the work) or
+ * where this run owes the SQ a look (vrdma_req_sq_owed()).
  * Returns true when the budget ran out and more may be sent.
  */
-bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now)
+bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 {
 	struct vt_tx_decision d;
 	int n;
@@ -216,7 +218,8 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now)
 	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
 		vrdma_req_resp_expired(rc);
 	vrdma_req_take_reads(rc);
-	vrdma_req_take_sq(rc);
+	if (look_sq || vrdma_req_sq_owed(rc))
+		vrdma_req_take_sq(rc);
 
 	rc->bp_until = 0;
 	for (n = 0; n < VRDMA_RC_BUDGET && !rc->error; n++) {
@@ -242,9 +245,10 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now)
 	return n == VRDMA_RC_BUDGET;
 }
 
+/* A run for a doorbell, the work or RTS: new WQEs are looked for. */
 static bool vrdma_rc_run(struct vrdma_rc_conn *rc)
 {
-	return vrdma_rc_run_at(rc, vrdma_rc_now());
+	return vrdma_rc_run_at(rc, vrdma_rc_now(), true);
 }
 
 /*
@@ -296,7 +300,7 @@ static enum hrtimer_restart vrdma_rc_timer(struct hrtimer *t)
 
 	vrdma_count(rc->qp->vdev, VRDMA_CNT_TIMER_RUNS, 1);
 	spin_lock(&rc->lock);
-	vrdma_rc_run(rc);
+	vrdma_rc_run_at(rc, vrdma_rc_now(), false);
 	vrdma_rc_unlock(rc);
 	return HRTIMER_NORESTART;
 }
@@ -363,7 +367,7 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 		return;
 	b->rc = NULL;
 	vt_rx_run_end(rc->vt, b->data);
-	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now);
+	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now, false);
 	vrdma_rc_unlock_bh(rc);
 	rcu_read_unlock();
 }

@@ -128,6 +128,13 @@ struct vrdma_rc_req {
 	u32 msg_acked;			/* messages acknowledged, in order */
 	u32 ssn_next;			/* next send sequence number */
 	u32 sq_taken;			/* SQ slots taken (absolute index) */
+	/*
+	 * The SQ as the last look left it (vrdma_req_sq_owed): the
+	 * consumer index then, and whether it stopped at a WQE it could
+	 * not take yet.
+	 */
+	u32 sq_seen;
+	bool sq_blocked;
 	struct vrdma_swqe *swqe;	/* [sq.num] */
 	struct vrdma_tmsg tmsg[VRDMA_RC_MSGS];
 	struct vrdma_rd_out rd_out[VRDMA_RC_READS];
@@ -239,7 +246,7 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		 const struct vt_data_hdr *dh, const struct vt_ack *ack,
 		 struct vrdma_rc_rxb *b);
 void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b);
-bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now);
+bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);
 bool vrdma_rc_zcopy(void);
@@ -251,6 +258,7 @@ bool vrdma_route_from_peer(const struct vrdma_route *r,
 
 /* vrdma_rc_req.c: the requester */
 void vrdma_req_take_sq(struct vrdma_rc_conn *rc);
+bool vrdma_req_sq_owed(const struct vrdma_rc_conn *rc);
 void vrdma_req_take_reads(struct vrdma_rc_conn *rc);
 void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 			 const struct vt_tx_decision *d);

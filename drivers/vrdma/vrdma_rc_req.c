@@ -332,11 +332,32 @@ void vrdma_req_take_sq(struct vrdma_rc_conn *rc)
 	 * new WQEs, so the provider rings the doorbell or we see its WQEs.
 	 */
 	smp_mb();
+	/* read first: a slot released while we take makes the next run look */
+	req->sq_seen = READ_ONCE(r->cons);
 	while (rc->started && !rc->error && !rc->resp.nack &&
 	       req->msg_next - req->msg_acked < VRDMA_RC_MSGS &&
 	       req->sq_taken - r->cons < r->num)
 		if (!vrdma_req_take_one(rc))
 			break;
+	req->sq_blocked = vrdma_slot_flags(vrdma_ring_slot(r, req->sq_taken)) &
+			  VRDMA_WQE_VALID;
+}
+
+/*
+ * Does a run that no doorbell asked for (a receive, a timer) owe the SQ
+ * a look? The provider skips its doorbell only while the slot before its
+ * new WQEs is not yet released, counting on the run that releases it to
+ * look (vrdma_req_take_sq). So a look is owed where a slot was released
+ * since the last one, or where the last one stopped at a WQE it could
+ * not take yet. Any other WQE found has its doorbell on the way: taken
+ * here it went out from this CPU, in a softirq of the peer's traffic,
+ * and in a ping-pong both directions' work then ran on one CPU, its
+ * process held up and the other's doorbell spinning on our lock.
+ */
+bool vrdma_req_sq_owed(const struct vrdma_rc_conn *rc)
+{
+	return rc->req.sq_blocked ||
+	       rc->req.sq_seen != READ_ONCE(rc->qp->sq.cons);
 }
 
 /* Queue the READ/atomic responses the responder owes. */
