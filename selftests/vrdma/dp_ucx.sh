@@ -24,6 +24,10 @@ defer rm -f "$DP_OUT" "$DP_OUT.srv"
 N=(-n 200 -w 10)
 PORT=13400
 
+listening() {	# NETNS PORT: a TCP socket listens there
+	[ -n "$(ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null)" ]
+}
+
 # ucx LABEL "ENV..." PERFTEST-ARGS...: server in $H1 on vrdma1, client in
 # $H2 on vrdma2 (-d only matters to UCT tests), each with its IPv4 GID.
 ucx() {
@@ -34,7 +38,9 @@ ucx() {
 	ip netns exec "$H1" env UCX_IB_GID_INDEX="$G1" UCX_NET_DEVICES=vrdma1:1 $envs \
 		timeout -k 2 40 ucx_perftest -p "$PORT" -d vrdma1:1 "$@" >"$DP_OUT.srv" 2>&1 &
 	pid=$!
-	sleep 1
+	# its out-of-band TCP port: loading UCX takes over a second on a
+	# loaded TCG host, and a client too early is refused for good
+	wait_until 20 listening "$H1" "$PORT"
 	# shellcheck disable=SC2086
 	ip netns exec "$H2" env UCX_IB_GID_INDEX="$G2" UCX_NET_DEVICES=vrdma2:1 $envs \
 		timeout -k 2 30 ucx_perftest -p "$PORT" "$H1_IP" -d vrdma2:1 "$@" >"$DP_OUT" 2>&1
