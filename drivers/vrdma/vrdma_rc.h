@@ -184,6 +184,9 @@ struct vrdma_rc_conn {
 	struct vt_conn *vt;		/* the transport core's state */
 	struct hrtimer timer;
 	u64 timer_at;			/* expiry the timer was last armed for */
+	u64 timer_end;			/* and the latest it may fire (slack) */
+	u64 retx_seen;			/* retransmissions counted so far */
+	u64 precise_until;		/* loss timers without slack until */
 	struct work_struct work;
 	vrdma_rc_fail_fn qp_fail;	/* the work's way to ERR */
 	struct vrdma_route route;

@@ -455,6 +455,35 @@ TEST_F(Tx, TailLossProbeSendsNewDataWhenItCan)
 	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
 }
 
+// The loss timers (RTO, TLP) are told apart from the deadlines that want
+// their time, so that the platform may serve them from a coarse timer.
+TEST_F(Tx, LossTimersAreToldApartFromFineDeadlines)
+{
+	init();
+	warm_up();
+	EXPECT_EQ(vt_tx_loss_wakeup(c.get()), VT_NEVER);
+	EXPECT_EQ(vt_tx_fine_wakeup(c.get()), VT_NEVER);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 2000), 0);
+	send(100 * US);
+	send(100 * US);
+	EXPECT_EQ(vt_tx_loss_wakeup(c.get()), 150 * US); // the probe
+	EXPECT_EQ(vt_tx_fine_wakeup(c.get()), VT_NEVER);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), 150 * US);
+	// acknowledged: no timer of either kind left
+	ASSERT_EQ(on_ack(ack(3, 100 * US, 2), 120 * US), 0);
+	EXPECT_EQ(vt_tx_loss_wakeup(c.get()), VT_NEVER);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
+}
+
+TEST_F(Rack, ReorderWindowIsAFineDeadline)
+{
+	sent4();
+	uint64_t due = c->tx.reo_deadline;
+	EXPECT_EQ(vt_tx_fine_wakeup(c.get()), due);
+	EXPECT_GT(vt_tx_loss_wakeup(c.get()), due);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), due);
+}
+
 TEST_F(Tx, RtoBacksOffExponentiallyThenRetryExceeded)
 {
 	cfg.retry_cnt = 3;

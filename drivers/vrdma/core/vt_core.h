@@ -337,6 +337,8 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		 struct vt_ack_result *r);
 void vt_tx_on_timer(struct vt_conn *c, u64 now);
 u64 vt_tx_next_wakeup(const struct vt_conn *c);
+u64 vt_tx_loss_wakeup(const struct vt_conn *c);
+u64 vt_tx_fine_wakeup(const struct vt_conn *c);
 u32 vt_tx_wnd(const struct vt_conn *c);
 bool vt_tx_idle(const struct vt_conn *c);
 /* A PSN the peer has acknowledged (snd_una - 1): a sure duplicate there. */

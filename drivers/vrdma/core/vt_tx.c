@@ -134,17 +134,40 @@ static bool can_send(const struct vt_conn *c)
 	return retx_allowed(c) || c->tx.tlp_pending || new_allowed(c);
 }
 
-u64 vt_tx_next_wakeup(const struct vt_conn *c)
+/*
+ * The loss timers among the wakeups (RTO, tail loss probe): deadlines that
+ * act only when a packet or its ACK is lost, so a platform may serve them
+ * late, from a coarse timer (as TCP's RTO and probe timers are), where
+ * programming a precise one for every message costs more than the late
+ * recovery of a rare loss. VT_NEVER when none is set. The other wakeups
+ * (pacing, RNR wait, RACK's reorder window: vt_tx_fine_wakeup()) want
+ * their time; vt_tx_next_wakeup() is the earlier of the two.
+ */
+u64 vt_tx_loss_wakeup(const struct vt_conn *c)
+{
+	const struct vt_tx *t = &c->tx;
+
+	if (t->error)
+		return VT_NEVER;
+	return VT_MIN(t->rto_deadline, t->tlp_deadline);
+}
+
+u64 vt_tx_fine_wakeup(const struct vt_conn *c)
 {
 	const struct vt_tx *t = &c->tx;
 	u64 w;
 
 	if (t->error)
 		return VT_NEVER;
-	w = VT_MIN(t->rto_deadline, VT_MIN(t->tlp_deadline, t->reo_deadline));
+	w = t->reo_deadline;
 	if (can_send(c))
 		w = VT_MIN(w, VT_MAX(t->next_send_ts, t->rnr_until));
 	return w;
+}
+
+u64 vt_tx_next_wakeup(const struct vt_conn *c)
+{
+	return VT_MIN(vt_tx_fine_wakeup(c), vt_tx_loss_wakeup(c));
 }
 
 static void rtt_update(struct vt_tx *t, u64 rtt)
