@@ -28,6 +28,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->reo_mult_max = 8;
 	cfg->rack_slack_pct = 25;
 	cfg->path_penalty_ns = 50000;
+	cfg->path_reps = VT_REPS_MAX;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
 	cfg->swift_target_ns = 25000;
@@ -71,6 +72,8 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
 	cfg->path_burst = 16;
+	/* not yet measured in a VM: as before, an entropy per path slot */
+	cfg->path_reps = 0;
 }
 
 int vt_config_check(const struct vt_config *cfg)
@@ -107,6 +110,8 @@ int vt_config_check(const struct vt_config *cfg)
 		return VT_ERR_INVAL;
 	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
 		return VT_ERR_INVAL;
+	if (cfg->path_reps > VT_REPS_MAX)
+		return VT_ERR_INVAL;
 	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
 	    cfg->rack_slack_pct > 100)
 		return VT_ERR_INVAL;
@@ -137,6 +142,7 @@ int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 	c->tx.rto_deadline = VT_NEVER;
 	c->tx.tlp_deadline = VT_NEVER;
 	c->tx.reo_deadline = VT_NEVER;
+	c->tx.reps_rand = (local_id * 0x9e3779b9U) ^ remote_id ^ init_psn;
 	c->ops->init(c, now);
 
 	c->rx.epsn = peer_psn;

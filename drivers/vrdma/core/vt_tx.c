@@ -233,6 +233,9 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 	struct vt_tx *t = &c->tx;
 
 	r->acked_pkts++;
+	/* REPS: a first transmission's entropy that delivered without CE */
+	if (vt_reps_on(c) && t->ack_clean && !p->retx)
+		vt_reps_recycle(c, p->entropy);
 	if (p->flags & VT_PKT_INFLIGHT)
 		t->inflight--;
 	if (p->flags & VT_PKT_LOST)
@@ -473,6 +476,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		path_rtt_update(t, slot(t, a->trig_psn)->path, rtt);
 	}
 	spurious_check(c, a);
+	t->ack_clean = !a->ce_count;
 	/* echoes a transmission from before the timeout (Eifel) */
 	delayed = t->rto_undo && in_flight_range(t, a->trig_psn) &&
 		  a->echo_ts < t->rto_undo_ts;
@@ -535,7 +539,9 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 
 	if (a->ce_count) {
 		c->stats[VT_STAT_ECN_CE_RCVD] += a->ce_count;
-		vt_path_penalize(c, a->echo_path, now, 1);
+		/* with REPS a slot is no route: its entropies are dropped */
+		if (!vt_reps_on(c))
+			vt_path_penalize(c, a->echo_path, now, 1);
 	}
 	if (a->opcode == VT_OP_NACK) {
 		on_nack(c, now, a);
@@ -651,7 +657,7 @@ static void fill(struct vt_conn *c, struct vt_tx_decision *d, u32 psn,
 	d->msg_len = p->msg_len;
 	d->flags = p->wflags;
 	d->path = p->path;
-	d->entropy = vt_path_entropy(c, p->path);
+	d->entropy = vt_reps_on(c) ? p->entropy : vt_path_entropy(c, p->path);
 	d->ts = now;
 }
 
@@ -690,6 +696,8 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 		t->undo_retx++;
 	}
 	p->path = (u8)vt_path_pick(c, now, p->path);
+	if (vt_reps_on(c))
+		p->entropy = vt_reps_next(c);
 	p->xmit_ts = now;
 	fill(c, d, psn, p, now);
 	d->action = VT_TX_RETX;
@@ -735,6 +743,8 @@ static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	p->len = (u16)len;
 	p->wflags = t->mq_off ? 0 : VT_F_SOM;
 	p->path = (u8)vt_path_pick(c, now, -1);
+	if (vt_reps_on(c))
+		p->entropy = vt_reps_next(c);
 	p->flags = VT_PKT_INFLIGHT;
 	t->inflight++;
 	t->mq_off += len;
