@@ -149,7 +149,8 @@ Usage: vrdma-sim [options]
                          dcqcn_timer_ns swift_fs_range_ns swift_fs_min_cwnd_fp
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
                          swift_min_cwnd_fp swift_queue_delay path_burst
-                         rack_slack_pct path_reps
+                         rack_slack_pct path_reps swift_pi_pct
+                         swift_pace_mbps
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -1083,6 +1084,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		n.cfg.num_paths = paths;
 	n.npaths = n.cfg.num_paths;
 	n.cfg.dcqcn_line_mbps = (uint32_t)(o.gbps * 1000);
+	if (n.cfg.swift_pace_mbps) // the profile paces: at the host link rate
+		n.cfg.swift_pace_mbps = (uint32_t)(o.gbps * 1000);
 	for (auto &[k, v] : o.core) {
 		vt_config &c = n.cfg;
 		std::map<std::string, uint32_t *> f32 = {
@@ -1096,7 +1099,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"swift_min_cwnd_fp", &c.swift_min_cwnd_fp},
 			{"swift_queue_delay", &c.swift_queue_delay},
 			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct},
-			{"path_reps", &c.path_reps}};
+			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
+			{"swift_pace_mbps", &c.swift_pace_mbps}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},

@@ -43,6 +43,8 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_fs_range_ns = 100000;
 	cfg->swift_fs_min_cwnd_fp = VT_FP_ONE / 10;
 	cfg->swift_fs_max_cwnd = 100;
+	cfg->swift_pi_pct = 100;
+	cfg->swift_pace_mbps = 100000;	/* the datacenter profile's links */
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -72,8 +74,14 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
 	cfg->path_burst = 16;
-	/* not yet measured in a VM: as before, an entropy per path slot */
+	/*
+	 * Not yet measured in a VM, so as before: an entropy per path slot,
+	 * the additive increase alone, and bursts (pacing needs a timer per
+	 * packet, and a VM's link rate is not known).
+	 */
 	cfg->path_reps = 0;
+	cfg->swift_pi_pct = 0;
+	cfg->swift_pace_mbps = 0;
 }
 
 int vt_config_check(const struct vt_config *cfg)

@@ -80,6 +80,10 @@ struct vt_config {
 	u64 swift_fs_range_ns;
 	u32 swift_fs_min_cwnd_fp;
 	u32 swift_fs_max_cwnd;	/* packets */
+	u32 swift_pi_pct;	/* below target also + pct% x (target - delay)
+				 * / target per acked packet (NSCC), 0 = off */
+	u32 swift_pace_mbps;	/* pace at most at this rate (the link's),
+				 * grow only a used window; 0 = bursts */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
