@@ -150,7 +150,7 @@ Usage: vrdma-sim [options]
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
-                         swift_pace_mbps
+                         swift_pace_mbps retx_conserve
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -1100,7 +1100,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"swift_queue_delay", &c.swift_queue_delay},
 			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct},
 			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
-			{"swift_pace_mbps", &c.swift_pace_mbps}};
+			{"swift_pace_mbps", &c.swift_pace_mbps},
+			{"retx_conserve", &c.retx_conserve}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},

@@ -372,6 +372,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.path_reps, 0u);
 	EXPECT_EQ(vm.swift_pi_pct, 0u);
 	EXPECT_EQ(vm.swift_pace_mbps, 0u);
+	EXPECT_EQ(vm.retx_conserve, 0u);
 	// everything else as vt_config_default()
 	vm.swift_queue_delay = dc.swift_queue_delay;
 	vm.swift_target_ns = dc.swift_target_ns;
@@ -381,6 +382,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vm.path_reps = dc.path_reps;
 	vm.swift_pi_pct = dc.swift_pi_pct;
 	vm.swift_pace_mbps = dc.swift_pace_mbps;
+	vm.retx_conserve = dc.retx_conserve;
 	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
 }
 

@@ -29,6 +29,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->rack_slack_pct = 25;
 	cfg->path_penalty_ns = 50000;
 	cfg->path_reps = VT_REPS_MAX;
+	cfg->retx_conserve = 1;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
 	cfg->swift_target_ns = 25000;
@@ -76,10 +77,12 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->path_burst = 16;
 	/*
 	 * Not yet measured in a VM, so as before: an entropy per path slot,
-	 * the additive increase alone, and bursts (pacing needs a timer per
+	 * the RTO and the window as they were for retransmissions, the
+	 * additive increase alone, and bursts (pacing needs a timer per
 	 * packet, and a VM's link rate is not known).
 	 */
 	cfg->path_reps = 0;
+	cfg->retx_conserve = 0;
 	cfg->swift_pi_pct = 0;
 	cfg->swift_pace_mbps = 0;
 }

@@ -57,6 +57,9 @@ struct vt_config {
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
+	u32 retx_conserve;	/* resend a loss per packet delivered even
+				 * with the window full; RTO from the oldest
+				 * packet in flight */
 	u32 path_reps;		/* sprayed: an entropy per packet, up to this
 				 * many clean ones reused (REPS); 0 = one
 				 * entropy per path slot */
@@ -240,6 +243,7 @@ struct vt_tx {
 	u32 reps_head, reps_tail;	/* reps[]: clean entropies, FIFO */
 	u32 reps_rand;			/* xorshift state for fresh ones */
 	bool ack_clean;			/* the ACK in hand carried no CE */
+	u32 retx_credit;		/* resends the last ACK's deliveries allow */
 	u16 reps[VT_REPS_MAX];
 	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;

@@ -122,9 +122,20 @@ static bool new_allowed(const struct vt_conn *c)
 	return t->inflight < wnd;
 }
 
+/*
+ * A retransmission fits the window, or (retx_conserve) takes the place of
+ * a packet the last ACK showed delivered: packet conservation, as PRR
+ * (RFC 6937).  A fan-in drops the tail of every first window; those
+ * packets count as in flight until something sent after them arrives,
+ * and a window cut to a packet or two is full of them, so without this
+ * the loss RACK did find waits for the RTO.
+ */
 static bool retx_allowed(const struct vt_conn *c)
 {
-	return c->tx.lost && (!c->tx.inflight || c->tx.inflight < vt_tx_wnd(c));
+	const struct vt_tx *t = &c->tx;
+
+	return t->lost && (!t->inflight || t->inflight < vt_tx_wnd(c) ||
+			   t->retx_credit);
 }
 
 static bool can_send(const struct vt_conn *c)
@@ -552,6 +563,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	}
 	if (!is_gbn(c))
 		r->newly_lost = rack_detect(c, now);
+	t->retx_credit = c->cfg.retx_conserve && !is_gbn(c) ? r->acked_pkts : 0;
 
 	s.now = now;
 	s.delay_ns = rtt;
@@ -570,6 +582,37 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	return 0;
 }
 
+/*
+ * The RTO is armed when an ACK makes progress; a packet sent since (a
+ * paced retransmission: a window below one packet sends one per rtt /
+ * cwnd, which can be longer than the RTO) has not had its RTO yet.  As
+ * Linux's tcp_rearm_rto, time out only when the oldest packet in flight
+ * has been out an RTO; with nothing in flight and every loss known, the
+ * sender waits for its pacing, not for an answer.  True, re-armed, when
+ * the timer fired too early.
+ */
+static bool rto_early(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u64 oldest = VT_NEVER;
+	u32 psn;
+
+	if (!t->inflight) {
+		if (!t->lost || t->next_send_ts <= now)
+			return false;
+		t->rto_deadline = t->next_send_ts + vt_tx_rto(c);
+		return true;
+	}
+	for (psn = t->snd_una; psn != t->snd_nxt; psn++)
+		if ((slot(t, psn)->flags & VT_PKT_INFLIGHT) &&
+		    slot(t, psn)->xmit_ts < oldest)
+			oldest = slot(t, psn)->xmit_ts;
+	if (oldest == VT_NEVER || oldest + vt_tx_rto(c) <= now)
+		return false;
+	t->rto_deadline = oldest + vt_tx_rto(c);
+	return true;
+}
+
 static void on_rto(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
@@ -578,6 +621,8 @@ static void on_rto(struct vt_conn *c, u64 now)
 	t->rto_deadline = VT_NEVER;
 	t->frto_wait = false;	/* never past a timeout */
 	if (!outstanding(t))
+		return;
+	if (c->cfg.retx_conserve && !is_gbn(c) && rto_early(c, now))
 		return;
 	c->stats[VT_STAT_TIMEOUTS]++;
 	t->retries++;
@@ -681,6 +726,8 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 		p->flags &= ~VT_PKT_LOST;
 		t->lost--;
 	}
+	if (t->retx_credit && t->inflight >= vt_tx_wnd(c))
+		t->retx_credit--;
 	if (!(p->flags & VT_PKT_INFLIGHT)) {
 		p->flags |= VT_PKT_INFLIGHT;
 		t->inflight++;
