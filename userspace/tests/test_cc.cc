@@ -412,6 +412,8 @@ TEST(SwiftProportional, GrowsByTheDistanceBelowTarget)
 	s = sample(400 * US, 30 * US, 4); // above target: the plain cut
 	c->ops->on_ack(c.get(), &s);
 	EXPECT_LT(c->tx.cwnd_fp, w);
+	cfg.swift_pi_pct = 1001; // a bound that keeps the product in 64 bits
+	EXPECT_NE(vt_config_check(&cfg), 0);
 }
 
 // Pacing at the link rate: one packet per wire time of payload plus the
