@@ -388,23 +388,31 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 
 // NSCC's proportional increase on top of the additive one: below target
 // the window also grows by pi_pct % x (target - delay) / target of the
-// acked packets; at or above target, or held by ECN, it does not.
+// acked packets, while the delay is in the lower half of the headroom
+// between the base (min_rtt) and the target; not above that, not at or
+// above target, not when ECN holds the window.
 TEST(SwiftProportional, GrowsByTheDistanceBelowTarget)
 {
 	vt_config cfg = swift_plain();
 	cfg.swift_pi_pct = 100;
 	auto c = make_conn(cfg);
 	c->tx.srtt = 20 * US;
+	c->tx.min_rtt = 9 * US; // headroom 9..25 us, lower half below 17
 	c->tx.cwnd_fp = 10u << VT_FP_SHIFT;
 	vt_cc_sample s = sample(100 * US, 10 * US, 4);
 	c->ops->on_ack(c.get(), &s);
 	// + 4/10 (additive) + 4 x (25 - 10) / 25 = 2.4 (proportional)
 	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), 12.8, 0.001);
 	uint32_t w = c->tx.cwnd_fp;
-	s = sample(200 * US, 24 * US, 4); // near target: little more
+	s = sample(200 * US, 15 * US, 4); // nearer target: less
 	c->ops->on_ack(c.get(), &s);
-	EXPECT_NEAR((c->tx.cwnd_fp - w) / double(VT_FP_ONE), 4 / 12.8 + 0.16,
+	EXPECT_NEAR((c->tx.cwnd_fp - w) / double(VT_FP_ONE), 4 / 12.8 + 1.6,
 		    0.001);
+	w = c->tx.cwnd_fp;
+	s = sample(250 * US, 18 * US, 4); // upper half: additive only
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_NEAR((c->tx.cwnd_fp - w) / double(VT_FP_ONE),
+		    4 / (w / double(VT_FP_ONE)), 0.001);
 	w = c->tx.cwnd_fp;
 	s = sample(300 * US, 10 * US, 4, 1); // CE far below target: held
 	c->ops->on_ack(c.get(), &s);

@@ -210,9 +210,13 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		 * itself), near it by little.  A window one BDP short takes
 		 * a few RTTs, not one RTT per packet: a 2 MB flow at 100
 		 * Gbps lasts ~12 RTTs, and the additive increase alone
-		 * left it at 32-45 of the ~46-60 packets it needed.
+		 * left it at 32-45 of the ~46-60 packets it needed.  Only
+		 * in the lower half of the headroom between the base delay
+		 * and the target: a queue nearer the target is shared, and
+		 * pushing it up costs the short flows behind it.
 		 */
-		if (cfg->swift_pi_pct)
+		if (cfg->swift_pi_pct && 2 * d < target +
+		    (cfg->swift_queue_delay ? 0 : c->tx.min_rtt))
 			cwnd += vt_div64((u64)s->acked_pkts * VT_FP_ONE *
 					 cfg->swift_pi_pct * (target - d),
 					 100 * target);
