@@ -992,3 +992,28 @@ TEST_F(Tx, RtoCountsFromTheOldestPacketInFlight)
 	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
 	EXPECT_EQ(c->tx.rto_deadline, 5000 * US + vt_tx_rto(c.get()));
 }
+
+// An RTO that fires before the oldest packet in flight had its RTO is no
+// timeout: F-RTO, waiting for the answer to its one retransmission (sent
+// late, after pacing), keeps waiting instead of resending the rest.
+TEST_F(Tx, EarlyRtoKeepsFrtoWaiting)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 4000), 0);
+	for (int i = 0; i < 4; i++)
+		send(100 * US);
+	const uint64_t rto_at = c->tx.rto_deadline;
+	vt_tx_on_timer(c.get(), rto_at);
+	ASSERT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	c->tx.next_send_ts = rto_at + 50 * US; // paced
+	ASSERT_EQ(poll(rto_at + 50 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	ASSERT_EQ(poll(rto_at + 50 * US), VT_TX_WAIT); // F-RTO waits
+	const uint64_t again = c->tx.rto_deadline;
+	ASSERT_LT(again, rto_at + 50 * US + vt_tx_rto(c.get()));
+	vt_tx_on_timer(c.get(), again);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	EXPECT_EQ(c->tx.rto_deadline, rto_at + 50 * US + vt_tx_rto(c.get()));
+	EXPECT_EQ(poll(again), VT_TX_WAIT); // still waiting for the answer
+}

@@ -619,10 +619,12 @@ static void on_rto(struct vt_conn *c, u64 now)
 	u32 psn, paths = 0, i;
 
 	t->rto_deadline = VT_NEVER;
+	/* too early is no timeout: F-RTO keeps waiting for its answer */
+	if (c->cfg.retx_conserve && !is_gbn(c) && outstanding(t) &&
+	    rto_early(c, now))
+		return;
 	t->frto_wait = false;	/* never past a timeout */
 	if (!outstanding(t))
-		return;
-	if (c->cfg.retx_conserve && !is_gbn(c) && rto_early(c, now))
 		return;
 	c->stats[VT_STAT_TIMEOUTS]++;
 	t->retries++;
