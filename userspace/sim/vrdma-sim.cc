@@ -38,6 +38,7 @@ extern "C" {
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -102,7 +103,11 @@ Usage: vrdma-sim [options]
  Output
   --name NAME            scenario name in the results (run)
   --out DIR              output directory (build/sim/run): flows.csv,
-                         summary.csv, summary.md, metrics.tsv, trace-*.csv
+                         summary.csv, summary.md, metrics.tsv, trace-*.csv;
+                         diagnostics per run: queues-*.csv (each port's
+                         deepest queue, marks, drops), delays-*.csv (each
+                         flow's mean one-way data and ACK delay, retransmits
+                         by cause)
  Topology
   --topo T               dumbbell | leafspine | fattree (leafspine)
   --pairs N              dumbbell: hosts on each side (2)
@@ -144,7 +149,8 @@ Usage: vrdma-sim [options]
                          dcqcn_timer_ns swift_fs_range_ns swift_fs_min_cwnd_fp
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
                          swift_min_cwnd_fp swift_queue_delay path_burst
-                         rack_slack_pct
+                         rack_slack_pct path_reps swift_pi_pct
+                         swift_pace_mbps retx_conserve
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -432,6 +438,9 @@ struct FlowState {
 	int error = 0;
 	uint64_t stats[VT_STAT_MAX] = {};
 	uint32_t hops = 0;
+	// diagnostics: one-way delays of data (tx_ts to arrival) and of ACKs
+	uint64_t fwd_sum = 0, fwd_n = 0, rev_sum = 0, rev_n = 0;
+	std::deque<uint64_t> ack_sent;
 };
 
 struct Net {
@@ -449,6 +458,9 @@ struct Net {
 	std::vector<std::unique_ptr<FlowState>> flows;
 	std::vector<std::vector<uint16_t>> dist; // [dst host][node]
 	std::vector<Ptr<EcnFifoQueueDisc>> qdiscs;
+	std::vector<std::pair<uint32_t, uint32_t>> qdisc_link; // (node, peer)
+	std::vector<Ptr<EcnFifoQueueDisc>> host_qdiscs;	 // NIC queues
+	std::vector<uint32_t> host_qdisc_node;
 	std::ofstream trace, tput;
 	uint32_t done = 0;
 	uint64_t ce_seen = 0;
@@ -612,6 +624,7 @@ void send_ack(FlowState *f)
 	uint8_t b[VT_ACK_LEN];
 	if (vt_ack_encode(&a, b, sizeof(b)) != VT_ACK_LEN)
 		NS_FATAL_ERROR("ack encode failed");
+	f->ack_sent.push_back(now_ns());
 	f->rh->Xmit(Create<Packet>(b, sizeof(b)), f->spec.src, f->ack_sport);
 }
 
@@ -700,6 +713,12 @@ void VrdmaHost::Deliver(Ptr<Packet> p, bool ce)
 		if (it == tx.end())
 			return; // flow already finished
 		FlowState *f = it->second;
+		// ACKs of a flow take one path: FIFO, matched in order
+		if (!f->ack_sent.empty()) {
+			f->rev_sum += t - f->ack_sent.front();
+			f->rev_n++;
+			f->ack_sent.pop_front();
+		}
 		vt_ack_result r;
 		int rc = vt_tx_on_ack(f->snd.get(), t, &a, &r);
 		if (rc) {
@@ -728,6 +747,8 @@ void VrdmaHost::Deliver(Ptr<Packet> p, bool ce)
 	if (vt_rx_on_data(f->rcv.get(), t, &h, ce, 0, &v))
 		return;
 	g->ce_seen += ce;
+	f->fwd_sum += t - h.tx_ts;
+	f->fwd_n++;
 	if (v.result == VT_RX_ACCEPT)
 		f->rx_bytes += h.payload_len;
 	if (v.deliver_cnt) {
@@ -767,8 +788,13 @@ void add_link(Net &n, uint32_t a, uint32_t b, double gbps, bool fabric)
 							      host ? 1u << 30 : n.o.buffer)),
 				     "MarkBytes", UintegerValue(host ? 0 : n.o.ecn_k));
 		QueueDiscContainer q = tch.Install(d.Get(side));
-		if (!host)
+		if (!host) {
 			n.qdiscs.push_back(DynamicCast<EcnFifoQueueDisc>(q.Get(0)));
+			n.qdisc_link.push_back({node, side ? a : b});
+		} else {
+			n.host_qdiscs.push_back(DynamicCast<EcnFifoQueueDisc>(q.Get(0)));
+			n.host_qdisc_node.push_back(node);
+		}
 		if (host && n.o.loss > 0) {
 			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
 			em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
@@ -1058,6 +1084,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		n.cfg.num_paths = paths;
 	n.npaths = n.cfg.num_paths;
 	n.cfg.dcqcn_line_mbps = (uint32_t)(o.gbps * 1000);
+	if (n.cfg.swift_pace_mbps) // the profile paces: at the host link rate
+		n.cfg.swift_pace_mbps = (uint32_t)(o.gbps * 1000);
 	for (auto &[k, v] : o.core) {
 		vt_config &c = n.cfg;
 		std::map<std::string, uint32_t *> f32 = {
@@ -1070,7 +1098,10 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"swift_ai_fp", &c.swift_ai_fp}, {"swift_qa_mult", &c.swift_qa_mult},
 			{"swift_min_cwnd_fp", &c.swift_min_cwnd_fp},
 			{"swift_queue_delay", &c.swift_queue_delay},
-			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct}};
+			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct},
+			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
+			{"swift_pace_mbps", &c.swift_pace_mbps},
+			{"retx_conserve", &c.retx_conserve}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
@@ -1156,6 +1187,32 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		marks += q->GetStats().nTotalMarkedPackets;
 		drops += q->GetStats().nTotalDroppedPackets;
 	}
+	// where the time went: mean one-way delay of data and ACKs, causes
+	std::ofstream dl(o.out + "/delays-" + tag + ".csv");
+	dl << "flow,fwd_ns,rev_ns,retx_rack,retx_tlp,retx_rto,tlp_probes,timeouts\n";
+	for (auto &f : n.flows)
+		dl << f->spec.id << "," << (f->fwd_n ? f->fwd_sum / f->fwd_n : 0) << ","
+		   << (f->rev_n ? f->rev_sum / f->rev_n : 0) << ","
+		   << f->stats[VT_STAT_RETX_RACK] << "," << f->stats[VT_STAT_RETX_TLP] << ","
+		   << f->stats[VT_STAT_RETX_RTO] << "," << f->stats[VT_STAT_TLP_PROBES] << ","
+		   << f->stats[VT_STAT_TIMEOUTS] << "\n";
+	dl.close();
+	// per port: the deepest queue, CE marks, drops (peer "nic": a host's)
+	std::ofstream qs(o.out + "/queues-" + tag + ".csv");
+	qs << "node,peer,max_bytes,marks,drops,tx_pkts\n";
+	for (size_t i = 0; i < n.qdiscs.size(); i++) {
+		const QueueDisc::Stats &qst = n.qdiscs[i]->GetStats();
+		qs << n.qdisc_link[i].first << "," << n.qdisc_link[i].second << ","
+		   << n.qdiscs[i]->max_bytes << "," << qst.nTotalMarkedPackets << ","
+		   << qst.nTotalDroppedPackets << "," << qst.nTotalSentPackets << "\n";
+	}
+	for (size_t i = 0; i < n.host_qdiscs.size(); i++) {
+		const QueueDisc::Stats &qst = n.host_qdiscs[i]->GetStats();
+		qs << n.host_qdisc_node[i] << ",nic," << n.host_qdiscs[i]->max_bytes << ","
+		   << qst.nTotalMarkedPackets << "," << qst.nTotalDroppedPackets << ","
+		   << qst.nTotalSentPackets << "\n";
+	}
+	qs.close();
 	std::ofstream st(o.out + "/run-" + tag + ".txt");
 	st << "limit_hit " << (limit_hit ? 1 : 0) << "\nend_ns " << t_end << "\nmax_queue_bytes "
 	   << maxq << "\nhosts " << n.nhosts << "\nce_marks " << marks << "\nce_seen "

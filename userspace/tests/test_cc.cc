@@ -368,11 +368,108 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.swift_min_cwnd_fp, VT_FP_ONE);
 	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
 	EXPECT_EQ(vm.path_burst, 16u);
+	// the 2026-12-02 datacenter mechanisms are not (yet) the kernel's
+	EXPECT_EQ(vm.path_reps, 0u);
+	EXPECT_EQ(vm.swift_pi_pct, 0u);
+	EXPECT_EQ(vm.swift_pace_mbps, 0u);
+	EXPECT_EQ(vm.retx_conserve, 0u);
 	// everything else as vt_config_default()
 	vm.swift_queue_delay = dc.swift_queue_delay;
 	vm.swift_target_ns = dc.swift_target_ns;
 	vm.swift_min_cwnd_fp = dc.swift_min_cwnd_fp;
 	vm.ack_delay_ns = dc.ack_delay_ns;
 	vm.path_burst = dc.path_burst;
+	vm.path_reps = dc.path_reps;
+	vm.swift_pi_pct = dc.swift_pi_pct;
+	vm.swift_pace_mbps = dc.swift_pace_mbps;
+	vm.retx_conserve = dc.retx_conserve;
 	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
+}
+
+// NSCC's proportional increase on top of the additive one: below target
+// the window also grows by pi_pct % x (target - delay) / target of the
+// acked packets, while the delay is in the lower half of the headroom
+// between the base (min_rtt) and the target; not above that, not at or
+// above target, not when ECN holds the window.
+TEST(SwiftProportional, GrowsByTheDistanceBelowTarget)
+{
+	vt_config cfg = swift_plain();
+	cfg.swift_pi_pct = 100;
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.min_rtt = 9 * US; // headroom 9..25 us, lower half below 17
+	c->tx.cwnd_fp = 10u << VT_FP_SHIFT;
+	vt_cc_sample s = sample(100 * US, 10 * US, 4);
+	c->ops->on_ack(c.get(), &s);
+	// + 4/10 (additive) + 4 x (25 - 10) / 25 = 2.4 (proportional)
+	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), 12.8, 0.001);
+	uint32_t w = c->tx.cwnd_fp;
+	s = sample(200 * US, 15 * US, 4); // nearer target: less
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_NEAR((c->tx.cwnd_fp - w) / double(VT_FP_ONE), 4 / 12.8 + 1.6,
+		    0.001);
+	w = c->tx.cwnd_fp;
+	s = sample(250 * US, 18 * US, 4); // upper half: additive only
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_NEAR((c->tx.cwnd_fp - w) / double(VT_FP_ONE),
+		    4 / (w / double(VT_FP_ONE)), 0.001);
+	w = c->tx.cwnd_fp;
+	s = sample(300 * US, 10 * US, 4, 1); // CE far below target: held
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_EQ(c->tx.cwnd_fp, w);
+	s = sample(400 * US, 30 * US, 4); // above target: the plain cut
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_LT(c->tx.cwnd_fp, w);
+	cfg.swift_pi_pct = 1001; // a bound that keeps the product in 64 bits
+	EXPECT_NE(vt_config_check(&cfg), 0);
+}
+
+// Pacing at the link rate: one packet per wire time of payload plus the
+// vrdma, UDP and IPv4 headers; below one packet of window, the slower of
+// that and rtt / cwnd.
+TEST(SwiftPacing, AtMostTheLinkRate)
+{
+	vt_config cfg = swift_plain();
+	cfg.swift_pace_mbps = 100000;
+	auto c = make_conn(cfg);
+	uint64_t wire = (4096 + VT_DATA_HDR_LEN + 28) * 8000 / 100000;
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), wire);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = VT_FP_ONE / 2;
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), 40 * US);
+	c->tx.cwnd_fp = 10u << VT_FP_SHIFT;
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 3 * 4096), 0);
+	vt_tx_decision d;
+	ASSERT_EQ(vt_tx_poll(c.get(), 0, &d), VT_TX_SEND);
+	ASSERT_EQ(vt_tx_poll(c.get(), 0, &d), VT_TX_WAIT);
+	EXPECT_EQ(d.wake_at, wire);
+	ASSERT_EQ(vt_tx_poll(c.get(), wire, &d), VT_TX_SEND);
+	cfg.swift_pace_mbps = 0; // bursts, as before
+	c = make_conn(cfg);
+	EXPECT_EQ(c->ops->pacing_gap(c.get(), 4096), 0u);
+}
+
+// A paced sender grows only a window it used: a flow alone on a path its
+// pacing keeps free of queues would otherwise grow it without bound.
+TEST(SwiftPacing, GrowsOnlyAUsedWindow)
+{
+	vt_config cfg = swift_plain();
+	cfg.swift_pace_mbps = 100000;
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = 16u << VT_FP_SHIFT;
+	c->tx.inflight = 4;
+	vt_cc_sample s = sample(100 * US, 10 * US, 1);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_EQ(c->tx.cwnd_fp, 16u << VT_FP_SHIFT);
+	c->tx.inflight = 13; // 13 + 1 acked >= 16 - 16/8
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_GT(c->tx.cwnd_fp, 16u << VT_FP_SHIFT);
+	cfg.swift_pace_mbps = 0; // unpaced: the window always grows
+	c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = 16u << VT_FP_SHIFT;
+	c->tx.inflight = 4;
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_GT(c->tx.cwnd_fp, 16u << VT_FP_SHIFT);
 }

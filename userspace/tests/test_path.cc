@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Multipath: spraying, penalties on ECN / loss / timeout, PLB repathing.
+// Multipath: spraying, penalties on ECN / loss / timeout, PLB repathing,
+// recycled entropies (REPS).
 #include "vt_test.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@ struct Paths : ::testing::Test {
 	void SetUp() override
 	{
 		cfg.mtu = 1000;
+		cfg.path_reps = 0; // an entropy per slot; REPS has its own tests
 		c = make_conn(cfg);
 		ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
 	}
@@ -117,6 +119,86 @@ TEST_F(Paths, LossPenaltyAndRetransmitAvoidsTheLossyPath)
 	ASSERT_EQ(vt_tx_poll(c.get(), 200 * US, &d), VT_TX_RETX);
 	EXPECT_EQ(d.psn, 1u);
 	EXPECT_NE(d.path, 1u);
+}
+
+// REPS: each packet its own entropy; one that came back without CE is
+// reused, in order, by the next new packets; CE or a retransmission
+// forgets it, and CE does not take the path slot out of the spray.
+TEST_F(Paths, RepsReusesCleanEntropiesAndDropsMarkedOnes)
+{
+	cfg.path_reps = VT_REPS_MAX;
+	c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	uint16_t e[8];
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(send(0), (uint32_t)i); // slots still round-robin
+		e[i] = d.entropy;
+		EXPECT_LT(e[i], VT_REPS_SPACE);
+	}
+	EXPECT_NE(e[0], e[1]);
+	EXPECT_NE(e[1], e[2]);
+	// PSNs 0 and 1 delivered, no CE: their entropies come back in order
+	vt_ack a = ack(2, 0, 1);
+	ASSERT_EQ(vt_tx_on_ack(c.get(), 20 * US, &a, &r), 0);
+	send(20 * US);
+	EXPECT_EQ(d.entropy, e[0]);
+	send(20 * US);
+	EXPECT_EQ(d.entropy, e[1]);
+	// PSNs 2 and 3 delivered with CE: not reused, the slot not penalised
+	a = ack(4, 0, 3);
+	a.ce_count = 1;
+	a.echo_path = 3;
+	ASSERT_EQ(vt_tx_on_ack(c.get(), 30 * US, &a, &r), 0);
+	EXPECT_EQ(c->tx.reps_head, c->tx.reps_tail);
+	EXPECT_EQ(vt_paths_in_use(c.get(), 30 * US), 4u);
+	send(30 * US);
+	e[4] = d.entropy;
+	EXPECT_NE(e[4], e[2]);
+	EXPECT_NE(e[4], e[3]);
+	// the same seed, the same fresh entropies (the simulator's seeds)
+	auto c2 = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c2.get(), 0, 64 * 1000), 0);
+	ASSERT_EQ(vt_tx_poll(c2.get(), 0, &d), VT_TX_SEND);
+	EXPECT_EQ(d.entropy, e[0]);
+}
+
+// A retransmission takes a fresh entropy, and its ACK (which copy arrived
+// is unknown) recycles none; the reuse buffer holds at most path_reps.
+TEST_F(Paths, RepsRetransmissionsAndTheBufferLimit)
+{
+	cfg.path_reps = 2;
+	c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	for (int i = 0; i < 4; i++)
+		send(0);
+	vt_tx_on_timer(c.get(), cfg.rto_init_ns); // every packet lost
+	ASSERT_EQ(vt_tx_poll(c.get(), cfg.rto_init_ns, &d), VT_TX_RETX);
+	vt_ack a = ack(1, 0, 0);
+	ASSERT_EQ(vt_tx_on_ack(c.get(), cfg.rto_init_ns + 20 * US, &a, &r), 0);
+	EXPECT_EQ(c->tx.reps_head, c->tx.reps_tail);
+	// three clean deliveries, room for two
+	auto c2 = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c2.get(), 0, 64 * 1000), 0);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(vt_tx_poll(c2.get(), 0, &d), VT_TX_SEND);
+	a = ack(3, 0, 2);
+	ASSERT_EQ(vt_tx_on_ack(c2.get(), 20 * US, &a, &r), 0);
+	EXPECT_EQ(c2->tx.reps_tail - c2->tx.reps_head, 2u);
+	cfg.path_reps = VT_REPS_MAX + 1;
+	EXPECT_NE(vt_config_check(&cfg), 0);
+}
+
+// One path: REPS is off, the entropy is the slot's (PLB repaths it).
+TEST(Reps, OffOnASinglePath)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
+	auto c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 3 * cfg.mtu), 0);
+	vt_tx_decision d;
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(vt_tx_poll(c.get(), 0, &d), VT_TX_SEND);
+		EXPECT_EQ(d.entropy, 0);
+	}
 }
 
 TEST(Plb, RepathsAfterCongestedRounds)

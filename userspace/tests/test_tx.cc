@@ -660,8 +660,12 @@ TEST_F(RtoUndo, RetryLimitStillFails)
 	ASSERT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
 	uint64_t t = rto_at + 10 * US;
 	for (uint32_t i = 1; i <= 3; i++) {
-		t = c->tx.rto_deadline;
-		vt_tx_on_timer(c.get(), t);
+		// the SACK's RTT sample lengthened the RTO: retx_conserve
+		// re-arms it from the retransmission, then it fires
+		for (int k = 0; k < 3 && c->tx.retries < i; k++) {
+			t = c->tx.rto_deadline;
+			vt_tx_on_timer(c.get(), t);
+		}
 		EXPECT_EQ(c->tx.retries, i);
 		ASSERT_EQ(poll(t), VT_TX_RETX);
 		vt_ack a = ack(2, 103 * US, 4);
@@ -670,7 +674,10 @@ TEST_F(RtoUndo, RetryLimitStillFails)
 		EXPECT_EQ(c->tx.backoff, i);
 	}
 	EXPECT_EQ(c->stats[VT_STAT_RTO_UNDO], 1u);
-	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	for (int k = 0; k < 3 && !c->tx.error; k++) {
+		t = c->tx.rto_deadline;
+		vt_tx_on_timer(c.get(), t);
+	}
 	ASSERT_EQ(poll(t), VT_TX_ERROR);
 	EXPECT_EQ(d.error, VT_ERR_RETRY_EXC);
 }
@@ -936,4 +943,106 @@ TEST_F(Tx, SetPsnOnlyBeforeTheFirstPacket)
 	EXPECT_EQ(send(1), 0x00abcdf0u);
 	EXPECT_EQ(vt_tx_set_psn(c.get(), 5), VT_ERR_INVAL);
 	EXPECT_EQ(c->tx.snd_una, 0x00abcdefu); // unchanged by the refusal
+}
+
+// retx_conserve: a loss RACK found is resent in place of a packet the last
+// ACK delivered, even when the window is full (of packets a fan-in
+// dropped, which count as in flight until something later arrives).
+TEST_F(Tx, ConservationResendsALossPastAFullWindow)
+{
+	for (int conserve = 0; conserve < 2; conserve++) {
+		SCOPED_TRACE(conserve);
+		cfg.retx_conserve = conserve;
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
+		for (uint32_t i = 0; i < 8; i++)
+			ASSERT_EQ(send(100 * US), 1 + i);
+		c->tx.cwnd_fp = VT_FP_ONE; // cut to one packet (incast)
+		vt_ack a = ack(2, 100 * US, 3);	// PSN 1 and 3, not 2
+		sack_set(a, 1);
+		ASSERT_EQ(on_ack(a, 130 * US), 0);
+		vt_tx_on_timer(c.get(), c->tx.reo_deadline);
+		ASSERT_EQ(c->tx.lost, 1u);
+		EXPECT_EQ(c->tx.inflight, 5u);
+		if (conserve) {
+			ASSERT_EQ(poll(150 * US), VT_TX_RETX);
+			EXPECT_EQ(d.psn, 2u);
+			EXPECT_EQ(d.cause, VT_CAUSE_RACK);
+		} else {
+			EXPECT_EQ(poll(150 * US), VT_TX_WAIT);
+		}
+		EXPECT_EQ(poll(150 * US), VT_TX_WAIT);
+	}
+}
+
+// retx_conserve: the RTO counts from the oldest packet in flight, not from
+// the last ACK that armed it (a paced retransmission leaves long after);
+// with nothing in flight and the losses known, it waits for the pacing.
+TEST_F(Tx, RtoCountsFromTheOldestPacketInFlight)
+{
+	for (int conserve = 0; conserve < 2; conserve++) {
+		SCOPED_TRACE(conserve);
+		cfg.retx_conserve = conserve;
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 2000), 0);
+		send(100 * US);
+		send(100 * US);
+		const uint64_t armed = c->tx.rto_deadline;
+		vt_ack a = ack(1, 100 * US, 2);	// PSN 2, not 1
+		sack_set(a, 1);
+		ASSERT_EQ(on_ack(a, 120 * US), 0);
+		vt_tx_on_timer(c.get(), c->tx.reo_deadline);
+		ASSERT_EQ(c->tx.lost, 1u);
+		ASSERT_EQ(poll(350 * US), VT_TX_RETX); // resent late (paced)
+		const uint64_t rto = vt_tx_rto(c.get());
+		EXPECT_EQ(c->tx.rto_deadline, armed);
+		vt_tx_on_timer(c.get(), armed);
+		if (conserve) {
+			EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+			EXPECT_EQ(c->tx.rto_deadline, 350 * US + rto);
+		} else {
+			EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+		}
+	}
+	// nothing in flight, the loss known, the next send paced far off
+	cfg.retx_conserve = 1;
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 1000), 0);
+	send(100 * US);
+	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	ASSERT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	ASSERT_EQ(c->tx.inflight, 0u);
+	ASSERT_EQ(c->tx.lost, 1u);
+	c->tx.next_send_ts = 5000 * US;
+	vt_tx_on_timer(c.get(), c->tx.rto_deadline);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	EXPECT_EQ(c->tx.rto_deadline, 5000 * US + vt_tx_rto(c.get()));
+}
+
+// An RTO that fires before the oldest packet in flight had its RTO is no
+// timeout: F-RTO, waiting for the answer to its one retransmission (sent
+// late, after pacing), keeps waiting instead of resending the rest.
+TEST_F(Tx, EarlyRtoKeepsFrtoWaiting)
+{
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 4000), 0);
+	for (int i = 0; i < 4; i++)
+		send(100 * US);
+	const uint64_t rto_at = c->tx.rto_deadline;
+	vt_tx_on_timer(c.get(), rto_at);
+	ASSERT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	c->tx.next_send_ts = rto_at + 50 * US; // paced
+	ASSERT_EQ(poll(rto_at + 50 * US), VT_TX_RETX);
+	EXPECT_EQ(d.psn, 1u);
+	ASSERT_EQ(poll(rto_at + 50 * US), VT_TX_WAIT); // F-RTO waits
+	const uint64_t again = c->tx.rto_deadline;
+	ASSERT_LT(again, rto_at + 50 * US + vt_tx_rto(c.get()));
+	vt_tx_on_timer(c.get(), again);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	EXPECT_EQ(c->tx.rto_deadline, rto_at + 50 * US + vt_tx_rto(c.get()));
+	EXPECT_EQ(poll(again), VT_TX_WAIT); // still waiting for the answer
 }

@@ -12,12 +12,18 @@ extern "C" {
 
 namespace vtt {
 
+// The datacenter defaults without link-rate pacing and Swift's proportional
+// increase (2026-12-02): the tests of the other mechanisms send windows at
+// one instant and check the published additive law; those two have tests
+// of their own (test_cc.cc), and the e2e test also runs vt_config_default().
 inline vt_config cfg_default(uint32_t cc = VT_CC_SWIFT, uint32_t paths = 1)
 {
 	vt_config c;
 	vt_config_default(&c);
 	c.cc = cc;
 	c.num_paths = paths;
+	c.swift_pace_mbps = 0;
+	c.swift_pi_pct = 0;
 	return c;
 }
 

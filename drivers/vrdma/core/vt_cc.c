@@ -140,6 +140,23 @@ u64 vt_swift_fs_target(const struct vt_config *cfg, u32 cwnd_fp)
 			inv_lo - inv_hi);
 }
 
+/*
+ * A sender paced at the link rate may not fill its window (the link, not
+ * the window, limits it): grow only a window that was in use (RFC 7661),
+ * or a flow alone on a path whose queue its pacing keeps empty grows it
+ * without bound and brings that excess to the next bottleneck it shares.
+ */
+static bool swift_window_used(const struct vt_conn *c,
+			      const struct vt_cc_sample *s)
+{
+	u32 used = c->tx.inflight + s->acked_pkts;
+	u32 wnd = c->tx.cwnd_fp >> VT_FP_SHIFT;
+
+	if (!c->cfg.swift_pace_mbps)
+		return true;
+	return used + (wnd >> 3) >= wnd;
+}
+
 static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 {
 	const struct vt_config *cfg = &c->cfg;
@@ -180,11 +197,29 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		if (cfg->swift_use_ecn && s->ce_count &&
 		    d < target - fs)
 			return;
+		if (!swift_window_used(c, s))
+			return;
 		if (cwnd >= VT_FP_ONE)
 			cwnd += vt_div64((u64)cfg->swift_ai_fp * s->acked_pkts *
 					 VT_FP_ONE, cwnd);
 		else
 			cwnd += (u64)cfg->swift_ai_fp * s->acked_pkts;
+		/*
+		 * NSCC's proportional increase: far below target the window
+		 * grows by up to pi_pct % of the acked packets (per RTT, of
+		 * itself), near it by little.  A window one BDP short takes
+		 * a few RTTs, not one RTT per packet: a 2 MB flow at 100
+		 * Gbps lasts ~12 RTTs, and the additive increase alone
+		 * left it at 32-45 of the ~46-60 packets it needed.  Only
+		 * in the lower half of the headroom between the base delay
+		 * and the target: a queue nearer the target is shared, and
+		 * pushing it up costs the short flows behind it.
+		 */
+		if (cfg->swift_pi_pct && 2 * d < target +
+		    (cfg->swift_queue_delay ? 0 : c->tx.min_rtt))
+			cwnd += vt_div64((u64)s->acked_pkts * VT_FP_ONE *
+					 cfg->swift_pi_pct * (target - d),
+					 100 * target);
 		cwnd_clamp(c, cwnd);
 		return;
 	}
@@ -240,14 +275,24 @@ static void swift_on_rto_undo(struct vt_conn *c, u64 now)
 static u64 swift_pacing_gap(const struct vt_conn *c, u32 len)
 {
 	u64 rtt = c->tx.srtt ? c->tx.srtt : c->cfg.swift_target_ns;
+	u64 line = 0;
 
-	(void)len;
+	/*
+	 * At most the link rate (payload, vrdma, UDP and IPv4 headers): a
+	 * window leaves as a train the link can carry, not as a burst into
+	 * the NIC queue, where it delays this host's ACKs for the flows it
+	 * receives (they queue behind it and read as congestion there) and
+	 * its own RTT samples.
+	 */
+	if (c->cfg.swift_pace_mbps)
+		line = vt_div64((u64)(len + VT_DATA_HDR_LEN + 28) * 8000,
+				c->cfg.swift_pace_mbps);
 	if (c->tx.last_rtt && c->tx.last_rtt < rtt)
 		rtt = c->tx.last_rtt;
 	if (c->tx.cwnd_fp >= VT_FP_ONE)
-		return 0;
-	return VT_MIN(vt_div64(rtt * VT_FP_ONE, c->tx.cwnd_fp),
-		      c->cfg.rto_max_ns);
+		return line;
+	return VT_MAX(VT_MIN(vt_div64(rtt * VT_FP_ONE, c->tx.cwnd_fp),
+			     c->cfg.rto_max_ns), line);
 }
 
 /* ---- DCQCN reaction point (CE counts in ACKs stand in for CNPs) ---- */

@@ -28,6 +28,8 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->reo_mult_max = 8;
 	cfg->rack_slack_pct = 25;
 	cfg->path_penalty_ns = 50000;
+	cfg->path_reps = VT_REPS_MAX;
+	cfg->retx_conserve = 1;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
 	cfg->swift_target_ns = 25000;
@@ -42,6 +44,8 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_fs_range_ns = 100000;
 	cfg->swift_fs_min_cwnd_fp = VT_FP_ONE / 10;
 	cfg->swift_fs_max_cwnd = 100;
+	cfg->swift_pi_pct = 100;
+	cfg->swift_pace_mbps = 100000;	/* the datacenter profile's links */
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -71,6 +75,16 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
 	cfg->path_burst = 16;
+	/*
+	 * Not yet measured in a VM, so as before: an entropy per path slot,
+	 * the RTO and the window as they were for retransmissions, the
+	 * additive increase alone, and bursts (pacing needs a timer per
+	 * packet, and a VM's link rate is not known).
+	 */
+	cfg->path_reps = 0;
+	cfg->retx_conserve = 0;
+	cfg->swift_pi_pct = 0;
+	cfg->swift_pace_mbps = 0;
 }
 
 int vt_config_check(const struct vt_config *cfg)
@@ -107,6 +121,8 @@ int vt_config_check(const struct vt_config *cfg)
 		return VT_ERR_INVAL;
 	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
 		return VT_ERR_INVAL;
+	if (cfg->path_reps > VT_REPS_MAX || cfg->swift_pi_pct > 1000)
+		return VT_ERR_INVAL;
 	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
 	    cfg->rack_slack_pct > 100)
 		return VT_ERR_INVAL;
@@ -137,6 +153,7 @@ int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 	c->tx.rto_deadline = VT_NEVER;
 	c->tx.tlp_deadline = VT_NEVER;
 	c->tx.reo_deadline = VT_NEVER;
+	c->tx.reps_rand = (local_id * 0x9e3779b9U) ^ remote_id ^ init_psn;
 	c->ops->init(c, now);
 
 	c->rx.epsn = peer_psn;

@@ -22,6 +22,8 @@
 #endif
 #define VT_WIN_WORDS	(VT_WIN / 64)
 #define VT_MAX_PATHS	16
+#define VT_REPS_MAX	64	/* clean entropies a sender keeps (REPS) */
+#define VT_REPS_SPACE	4096	/* fresh entropies are below this */
 #define VT_MSGQ		64	/* queued, not yet fully sent messages */
 #define VT_NEVER	(~(u64)0)
 #define VT_FP_SHIFT	16	/* fixed point: 1.0 == 1 << 16 */
@@ -55,6 +57,12 @@ struct vt_config {
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
+	u32 retx_conserve;	/* resend a loss per packet delivered even
+				 * with the window full; RTO from the oldest
+				 * packet in flight */
+	u32 path_reps;		/* sprayed: an entropy per packet, up to this
+				 * many clean ones reused (REPS); 0 = one
+				 * entropy per path slot */
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */
 	/* Swift */
@@ -75,6 +83,10 @@ struct vt_config {
 	u64 swift_fs_range_ns;
 	u32 swift_fs_min_cwnd_fp;
 	u32 swift_fs_max_cwnd;	/* packets */
+	u32 swift_pi_pct;	/* below target also + pct% x (target - delay)
+				 * / target per acked packet (NSCC), 0 = off */
+	u32 swift_pace_mbps;	/* pace at most at this rate (the link's),
+				 * grow only a used window; 0 = bursts */
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -181,6 +193,7 @@ struct vt_tx_pkt {
 	u8 retx;		/* retransmissions so far */
 	u8 cause;		/* enum vt_cause of a pending retransmit */
 	u8 pad;
+	u16 entropy;		/* path_reps: the entropy it was sent with */
 };
 
 struct vt_msgq_ent {
@@ -227,6 +240,11 @@ struct vt_tx {
 	 */
 	bool frto, frto_wait;
 	u32 path_rr;
+	u32 reps_head, reps_tail;	/* reps[]: clean entropies, FIFO */
+	u32 reps_rand;			/* xorshift state for fresh ones */
+	bool ack_clean;			/* the ACK in hand carried no CE */
+	u32 retx_credit;		/* resends the last ACK's deliveries allow */
+	u16 reps[VT_REPS_MAX];
 	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;
 	u32 dlv_cur, dlv_prev;	/* packets delivered this / last RTT */
@@ -383,6 +401,9 @@ void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals);
 /* ---- internal, shared between core files ---- */
 void vt_path_penalize(struct vt_conn *c, u32 path, u64 now, u32 mult);
 u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid);
+bool vt_reps_on(const struct vt_conn *c);
+u16 vt_reps_next(struct vt_conn *c);
+void vt_reps_recycle(struct vt_conn *c, u16 entropy);
 void vt_plb_on_ack(struct vt_conn *c, u32 acked, u32 congested);
 void vt_path_repath(struct vt_conn *c, u32 path);
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vt_path.c - multipath: per-packet spraying over num_paths entropies with
- * penalties on paths that saw ECN, loss or a timeout; single-path mode
- * repaths PLB-style (Linux net/ipv4/tcp_plb.c) after plb_rounds congested
- * rounds.
+ * vt_path.c - multipath: per-packet spraying over num_paths path slots with
+ * penalties on paths that saw ECN, loss or a timeout, each packet on its
+ * own recycled entropy (REPS) or on its slot's; single-path mode repaths
+ * PLB-style (Linux net/ipv4/tcp_plb.c) after plb_rounds congested rounds.
  */
 #include "vt_core.h"
 
@@ -130,4 +130,45 @@ void vt_plb_on_ack(struct vt_conn *c, u32 acked, u32 congested)
 	t->round_end = t->snd_nxt;
 	t->round_pkts = 0;
 	t->round_cong = 0;
+}
+
+/*
+ * REPS (recycled entropy packet spraying, as UEC's): every packet gets an
+ * entropy of its own.  One whose ACK came back without CE is reused by a
+ * later packet, so routes that deliver cleanly keep their share; one that
+ * saw CE, a loss or a timeout is not, and a fresh pseudo-random entropy
+ * tries another route.  Four fixed entropies per connection collide on
+ * hashed links, and a sprayed flow is then held to its slowest path; a
+ * window of recycled ones spreads like per-packet spraying and still
+ * steers around hot links.  The path slot (the header's path field)
+ * stays, for RACK's per-path RTT and the penalties.
+ */
+bool vt_reps_on(const struct vt_conn *c)
+{
+	return c->cfg.path_reps && c->cfg.num_paths > 1;
+}
+
+u16 vt_reps_next(struct vt_conn *c)
+{
+	struct vt_tx *t = &c->tx;
+	u32 x;
+
+	if (t->reps_head != t->reps_tail)
+		return t->reps[t->reps_head++ % VT_REPS_MAX];
+	/* xorshift32: no random source in the core, none needed */
+	x = t->reps_rand ? t->reps_rand : 0x9e3779b9U;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	t->reps_rand = x;
+	return (u16)(x % VT_REPS_SPACE);
+}
+
+void vt_reps_recycle(struct vt_conn *c, u16 entropy)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->reps_tail - t->reps_head >= c->cfg.path_reps)
+		return;
+	t->reps[t->reps_tail++ % VT_REPS_MAX] = entropy;
 }

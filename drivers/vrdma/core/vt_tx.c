@@ -122,9 +122,20 @@ static bool new_allowed(const struct vt_conn *c)
 	return t->inflight < wnd;
 }
 
+/*
+ * A retransmission fits the window, or (retx_conserve) takes the place of
+ * a packet the last ACK showed delivered: packet conservation, as PRR
+ * (RFC 6937).  A fan-in drops the tail of every first window; those
+ * packets count as in flight until something sent after them arrives,
+ * and a window cut to a packet or two is full of them, so without this
+ * the loss RACK did find waits for the RTO.
+ */
 static bool retx_allowed(const struct vt_conn *c)
 {
-	return c->tx.lost && (!c->tx.inflight || c->tx.inflight < vt_tx_wnd(c));
+	const struct vt_tx *t = &c->tx;
+
+	return t->lost && (!t->inflight || t->inflight < vt_tx_wnd(c) ||
+			   t->retx_credit);
 }
 
 static bool can_send(const struct vt_conn *c)
@@ -256,6 +267,9 @@ static void deliver(struct vt_conn *c, u32 psn, struct vt_tx_pkt *p, u64 now,
 	struct vt_tx *t = &c->tx;
 
 	r->acked_pkts++;
+	/* REPS: a first transmission's entropy that delivered without CE */
+	if (vt_reps_on(c) && t->ack_clean && !p->retx)
+		vt_reps_recycle(c, p->entropy);
 	if (p->flags & VT_PKT_INFLIGHT)
 		t->inflight--;
 	if (p->flags & VT_PKT_LOST)
@@ -496,6 +510,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		path_rtt_update(t, slot(t, a->trig_psn)->path, rtt);
 	}
 	spurious_check(c, a);
+	t->ack_clean = !a->ce_count;
 	/* echoes a transmission from before the timeout (Eifel) */
 	delayed = t->rto_undo && in_flight_range(t, a->trig_psn) &&
 		  a->echo_ts < t->rto_undo_ts;
@@ -558,7 +573,9 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 
 	if (a->ce_count) {
 		c->stats[VT_STAT_ECN_CE_RCVD] += a->ce_count;
-		vt_path_penalize(c, a->echo_path, now, 1);
+		/* with REPS a slot is no route: its entropies are dropped */
+		if (!vt_reps_on(c))
+			vt_path_penalize(c, a->echo_path, now, 1);
 	}
 	if (a->opcode == VT_OP_NACK) {
 		on_nack(c, now, a);
@@ -569,6 +586,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	}
 	if (!is_gbn(c))
 		r->newly_lost = rack_detect(c, now);
+	t->retx_credit = c->cfg.retx_conserve && !is_gbn(c) ? r->acked_pkts : 0;
 
 	s.now = now;
 	s.delay_ns = rtt;
@@ -587,12 +605,47 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	return 0;
 }
 
+/*
+ * The RTO is armed when an ACK makes progress; a packet sent since (a
+ * paced retransmission: a window below one packet sends one per rtt /
+ * cwnd, which can be longer than the RTO) has not had its RTO yet.  As
+ * Linux's tcp_rearm_rto, time out only when the oldest packet in flight
+ * has been out an RTO; with nothing in flight and every loss known, the
+ * sender waits for its pacing, not for an answer.  True, re-armed, when
+ * the timer fired too early.
+ */
+static bool rto_early(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u64 oldest = VT_NEVER;
+	u32 psn;
+
+	if (!t->inflight) {
+		if (!t->lost || t->next_send_ts <= now)
+			return false;
+		t->rto_deadline = t->next_send_ts + vt_tx_rto(c);
+		return true;
+	}
+	for (psn = t->snd_una; psn != t->snd_nxt; psn++)
+		if ((slot(t, psn)->flags & VT_PKT_INFLIGHT) &&
+		    slot(t, psn)->xmit_ts < oldest)
+			oldest = slot(t, psn)->xmit_ts;
+	if (oldest == VT_NEVER || oldest + vt_tx_rto(c) <= now)
+		return false;
+	t->rto_deadline = oldest + vt_tx_rto(c);
+	return true;
+}
+
 static void on_rto(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
 	u32 psn, paths = 0, i;
 
 	t->rto_deadline = VT_NEVER;
+	/* too early is no timeout: F-RTO keeps waiting for its answer */
+	if (c->cfg.retx_conserve && !is_gbn(c) && outstanding(t) &&
+	    rto_early(c, now))
+		return;
 	t->frto_wait = false;	/* never past a timeout */
 	if (!outstanding(t))
 		return;
@@ -674,7 +727,7 @@ static void fill(struct vt_conn *c, struct vt_tx_decision *d, u32 psn,
 	d->msg_len = p->msg_len;
 	d->flags = p->wflags;
 	d->path = p->path;
-	d->entropy = vt_path_entropy(c, p->path);
+	d->entropy = vt_reps_on(c) ? p->entropy : vt_path_entropy(c, p->path);
 	d->ts = now;
 }
 
@@ -698,6 +751,8 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 		p->flags &= ~VT_PKT_LOST;
 		t->lost--;
 	}
+	if (t->retx_credit && t->inflight >= vt_tx_wnd(c))
+		t->retx_credit--;
 	if (!(p->flags & VT_PKT_INFLIGHT)) {
 		p->flags |= VT_PKT_INFLIGHT;
 		t->inflight++;
@@ -713,6 +768,8 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 		t->undo_retx++;
 	}
 	p->path = (u8)vt_path_pick(c, now, p->path);
+	if (vt_reps_on(c))
+		p->entropy = vt_reps_next(c);
 	p->xmit_ts = now;
 	fill(c, d, psn, p, now);
 	d->action = VT_TX_RETX;
@@ -758,6 +815,8 @@ static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	p->len = (u16)len;
 	p->wflags = t->mq_off ? 0 : VT_F_SOM;
 	p->path = (u8)vt_path_pick(c, now, -1);
+	if (vt_reps_on(c))
+		p->entropy = vt_reps_next(c);
 	p->flags = VT_PKT_INFLIGHT;
 	t->inflight++;
 	t->mq_off += len;
