@@ -57,12 +57,16 @@ struct vt_config {
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
-	u32 retx_conserve;	/* resend a loss per packet delivered even
-				 * with the window full; RTO from the oldest
-				 * packet in flight */
-	u32 path_reps;		/* sprayed: an entropy per packet, up to this
-				 * many clean ones reused (REPS); 0 = one
-				 * entropy per path slot */
+	/*
+	 * resend a loss per packet delivered even with the window full;
+	 * RTO from the oldest packet in flight
+	 */
+	u32 retx_conserve;
+	/*
+	 * sprayed: an entropy per packet, up to this many clean ones reused
+	 * (REPS); 0 = one entropy per path slot
+	 */
+	u32 path_reps;
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */
 	/* Swift */
@@ -83,10 +87,14 @@ struct vt_config {
 	u64 swift_fs_range_ns;
 	u32 swift_fs_min_cwnd_fp;
 	u32 swift_fs_max_cwnd;	/* packets */
-	u32 swift_pi_pct;	/* below target also + pct% x (target - delay)
-				 * / target per acked packet (NSCC), 0 = off */
-	u32 swift_pace_mbps;	/* pace at most at this rate (the link's),
-				 * grow only a used window; 0 = bursts */
+	/* below target also + pct% x (target - delay) / target per acked
+	 * packet (NSCC), 0 = off
+	 */
+	u32 swift_pi_pct;
+	/* pace at most at this rate (the link's), grow only a used window;
+	 * 0 = bursts
+	 */
+	u32 swift_pace_mbps;
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
