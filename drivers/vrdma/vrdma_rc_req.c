@@ -309,6 +309,13 @@ static bool vrdma_req_take_one(struct vrdma_rc_conn *rc)
 		sw->msg_id = req->msg_next;
 		req->sq_taken++;
 		vrdma_req_done(rc, sw, st);
+		/*
+		 * Its slot may be released now, and the provider skipped
+		 * the doorbell of a WQE behind it if it saw the slot still
+		 * in use: the caller's next look must follow the release
+		 * (the full fence of vrdma_req_take_sq()).
+		 */
+		smp_mb();
 		return st == IB_WC_SUCCESS;
 	}
 	/* core message queue full: retake this slot later */
