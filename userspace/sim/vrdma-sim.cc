@@ -162,7 +162,7 @@ Usage: vrdma-sim [options]
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
-                         swift_pace_mbps retx_conserve
+                         swift_pace_mbps retx_conserve swift_compete_rtts
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -1218,7 +1218,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct},
 			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
 			{"swift_pace_mbps", &c.swift_pace_mbps},
-			{"retx_conserve", &c.retx_conserve}};
+			{"retx_conserve", &c.retx_conserve},
+			{"swift_compete_rtts", &c.swift_compete_rtts}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
