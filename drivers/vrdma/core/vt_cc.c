@@ -163,8 +163,9 @@ static bool swift_window_used(const struct vt_conn *c,
  * loss-based one (TCP CUBIC) cuts on a queue the other keeps filling: its
  * window falls to the floor while the queue stands, and it keeps a percent
  * of the link.  When the delay has stayed above the unscaled target for
- * swift_compete_rtts RTTs with the window below one packet, it stops
- * reading delay and ECN and runs the loss-based law of its competitor:
+ * swift_compete_rtts RTTs with the window below one packet, and the queue
+ * grew by at least that target meanwhile, it stops reading delay and ECN
+ * and runs the loss-based law of its competitor:
  * additive increase, the max_mdf cut on loss (swift_on_loss), until a
  * delay below the target shows the queue drained.  Returns true when the
  * window was handled here.

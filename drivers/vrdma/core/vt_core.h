@@ -97,8 +97,9 @@ struct vt_config {
 	u32 swift_pace_mbps;
 	/*
 	 * Competitive mode: once the delay has stayed above the (unscaled)
-	 * target for this many RTTs with the window below one packet, a
-	 * queue this flow cannot drain stands (a loss-based flow fills it):
+	 * target for this many RTTs with the window below one packet and
+	 * grew by the target meanwhile, a queue this flow cannot drain
+	 * stands (a loss-based flow fills it):
 	 * grow additively and cut on loss only, until the delay falls below
 	 * the target again; 0 = off
 	 */
