@@ -22,6 +22,7 @@ extern "C" {
 #include "vt_core.h"
 }
 
+#include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
 #include "ns3/network-module.h"
@@ -81,6 +82,8 @@ struct Opts {
 	double load = 0.5;
 	uint64_t duration_us = 1000; // poisson arrival window
 	uint64_t stagger_us = 500;   // fairness: later flows start this apart
+	bool tcp_ecn = false;	     // coexist: the TCP flow negotiates ECN
+	uint32_t tcp_txqlen = 1000;  // coexist: TCP sender's NIC queue, packets
 	std::vector<std::string> algos = {"swift", "dcqcn", "gbn"};
 	std::vector<uint32_t> paths = {0}; // 0 = core default
 	uint32_t mtu = 4096;
@@ -124,13 +127,22 @@ Usage: vrdma-sim [options]
   --jitter-ns NS         plus exponential jitter of this mean (0)
  Workload
   --workload W           incast | permutation | alltoall | poisson |
-                         fairness | single (incast)
+                         fairness | single | coexist (incast)
   --n N                  incast fan-in; fairness flows (4)
   --size BYTES           flow size for incast/permutation/alltoall/
                          fairness/single (2000000)
   --cdf FILE --load L --duration-us US   poisson: flow-size CDF file,
                          offered load of host links, arrival window
-  --stagger-us US        fairness: flow i starts at i*US (500)
+  --stagger-us US        fairness: flow i starts at i*US (500); coexist:
+                         the vrdma flow starts US after the TCP flow
+  --tcp-ecn 0|1          coexist: the TCP flow uses ECN (RFC 3168) (0)
+  --tcp-txqlen N         coexist: the TCP sender's NIC queue in packets,
+                         Linux's txqueuelen (1000; 0 = as other hosts, 1 GB)
+                         coexist: on a dumbbell (--pairs >= 2), host 0 sends
+                         one vrdma flow of --size bytes to host PAIRS and
+                         host 1 one ns-3 TCP CUBIC bulk flow to host PAIRS+1
+                         through the same switch-switch queue, until
+                         --limit-ms; goodput sampled every 1 ms (coexist-*.csv)
  Transport
   --algos LIST           comma list of swift,dcqcn,gbn (all three)
   --paths LIST           comma list of path counts; 1 = no spraying, 0 =
@@ -150,7 +162,7 @@ Usage: vrdma-sim [options]
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
-                         swift_pace_mbps retx_conserve
+                         swift_pace_mbps retx_conserve swift_compete_rtts
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -219,6 +231,8 @@ bool parse(int argc, char **argv, Opts &o)
 		else if (a == "--load") o.load = d();
 		else if (a == "--duration-us") o.duration_us = u();
 		else if (a == "--stagger-us") o.stagger_us = u();
+		else if (a == "--tcp-ecn") o.tcp_ecn = u() != 0;
+		else if (a == "--tcp-txqlen") o.tcp_txqlen = u();
 		else if (a == "--algos") o.algos = split(v, ',');
 		else if (a == "--paths") {
 			o.paths.clear();
@@ -462,6 +476,12 @@ struct Net {
 	std::vector<Ptr<EcnFifoQueueDisc>> host_qdiscs;	 // NIC queues
 	std::vector<uint32_t> host_qdisc_node;
 	std::ofstream trace, tput;
+	// coexist: the ns-3 TCP flow and the shared bottleneck queue
+	Ptr<BulkSendApplication> bulk;
+	Ptr<PacketSink> sink;
+	Ptr<EcnFifoQueueDisc> bneck, tcp_nic;
+	uint64_t bq_sum = 0, bq_n = 0, bq_max = 0;
+	std::ofstream cx;
 	uint32_t done = 0;
 	uint64_t ce_seen = 0;
 	std::mt19937_64 rng;
@@ -658,6 +678,92 @@ void tput_tick()
 		g->tput << "," << f->rx_bytes;
 	g->tput << "\n";
 	Simulator::Schedule(NanoSeconds(g->o.sample_ns), tput_tick);
+}
+
+// coexist: the bottleneck's depth every --sample-ns, and every 1 ms both
+// flows' delivered bytes, the queue's mean and deepest depth over that
+// millisecond, the vrdma sender's window and srtt, and the queue's drops and
+// CE marks so far.
+void bneck_tick()
+{
+	uint64_t d = g->bneck->GetNBytes();
+	g->bq_sum += d;
+	g->bq_n++;
+	g->bq_max = std::max(g->bq_max, d);
+	Simulator::Schedule(NanoSeconds(g->o.sample_ns), bneck_tick);
+}
+
+void coexist_tick()
+{
+	FlowState *f = g->flows[0].get();
+	uint64_t v[VT_STAT_MAX] = {};
+	if (f->snd && !f->done)
+		vt_stats_read(f->snd.get(), now_ns(), v);
+	const QueueDisc::Stats &qs = g->bneck->GetStats();
+	g->cx << now_ns() << "," << f->rx_bytes << "," << g->sink->GetTotalRx() << ","
+	      << (g->bq_n ? g->bq_sum / g->bq_n : 0) << "," << g->bq_max << ","
+	      << (double)v[VT_STAT_CWND_FP] / VT_FP_ONE << "," << v[VT_STAT_SRTT_NS] << ","
+	      << qs.nTotalDroppedPackets << "," << qs.nTotalMarkedPackets << ","
+	      << g->tcp_nic->GetNBytes() << "," << g->tcp_nic->GetStats().nTotalDroppedPackets
+	      << "\n";
+	g->bq_sum = g->bq_n = g->bq_max = 0;
+	Simulator::Schedule(MilliSeconds(1), coexist_tick);
+}
+
+// coexist: an ns-3 TCP CUBIC bulk flow from host 1 to host PAIRS+1, from time
+// 0 until the end, over the same switches and the same switch-switch queue
+// as the vrdma flow (host 0 -> PAIRS).  TCP settings as Linux's defaults
+// where ns-3 differs: 200 ms minimum RTO, SACK, timestamps, IW10; socket
+// buffers large enough never to limit the window (the switch buffer is the
+// limit); a segment of --mtu bytes, as the vrdma flow's payload.
+void setup_coexist(Net &n)
+{
+	const Opts &o = n.o;
+	Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpCubic::GetTypeId()));
+	Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(o.mtu));
+	Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
+	Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(64u << 20));
+	Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+	Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+	Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
+	Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
+	Config::SetDefault("ns3::TcpSocketBase::UseEcn",
+			   EnumValue(o.tcp_ecn ? TcpSocketState::On : TcpSocketState::Off));
+	uint32_t src = 1, dst = o.pairs + 1;
+	const uint16_t port = 5001;
+	PacketSinkHelper sh("ns3::TcpSocketFactory",
+			    InetSocketAddress(Ipv4Address::GetAny(), port));
+	ApplicationContainer sa = sh.Install(n.nodes.Get(dst));
+	sa.Start(Seconds(0));
+	n.sink = DynamicCast<PacketSink>(sa.Get(0));
+	BulkSendHelper bh("ns3::TcpSocketFactory", InetSocketAddress(n.haddr[dst], port));
+	bh.SetAttribute("MaxBytes", UintegerValue(0));
+	bh.SetAttribute("SendSize", UintegerValue(o.mtu));
+	ApplicationContainer ba = bh.Install(n.nodes.Get(src));
+	ba.Start(Seconds(0));
+	n.bulk = DynamicCast<BulkSendApplication>(ba.Get(0));
+	// the bottleneck: the left switch's port towards the right switch
+	for (size_t i = 0; i < n.qdiscs.size(); i++)
+		if (n.qdisc_link[i].first == n.nhosts && n.qdisc_link[i].second == n.nhosts + 1)
+			n.bneck = n.qdiscs[i];
+	if (!n.bneck)
+		NS_FATAL_ERROR("coexist: no bottleneck queue");
+	// The TCP sender's NIC queue: Linux's qdisc holds txqueuelen packets (and
+	// TSQ keeps a socket's share small); a 1 GB queue here would let CUBIC's
+	// slow start park tens of MB in its own NIC, never see a loss and never
+	// reach the shared switch queue's limit.
+	for (size_t i = 0; i < n.host_qdiscs.size(); i++)
+		if (n.host_qdisc_node[i] == src) {
+			n.tcp_nic = n.host_qdiscs[i];
+			if (o.tcp_txqlen)
+				n.tcp_nic->SetMaxSize(QueueSize(
+					QueueSizeUnit::BYTES, o.tcp_txqlen * (o.mtu + 20 + 32 + 2)));
+		}
+	n.cx.open(o.out + "/coexist-" + n.algo + "-p" + std::to_string(n.npaths) + ".csv");
+	n.cx << "t_ns,vrdma_rx_bytes,tcp_rx_bytes,queue_mean_bytes,queue_max_bytes,"
+		"vrdma_cwnd_pkts,vrdma_srtt_ns,drops,marks,tcp_nic_bytes,tcp_nic_drops\n";
+	Simulator::Schedule(NanoSeconds(0), bneck_tick);
+	Simulator::Schedule(NanoSeconds(o.stagger_us * 1000 % 1000000), coexist_tick);
 }
 
 void start_flow(FlowState *f)
@@ -1030,6 +1136,17 @@ std::vector<FlowSpec> make_flows(const Opts &o, uint32_t nhosts, std::string &er
 		}
 		for (uint32_t i = 0; i < o.n; i++)
 			add(i, o.pairs + i, o.size, i * o.stagger_us * 1000);
+	} else if (o.workload == "coexist") {
+		// the vrdma flow; the TCP flow (host 1 -> PAIRS+1) is not a vt flow
+		if (o.topo != "dumbbell" || o.pairs < 2) {
+			err = "coexist needs --topo dumbbell with --pairs >= 2";
+			return {};
+		}
+		if (o.size > UINT32_MAX) {
+			err = "coexist: --size above 4 GB";
+			return {};
+		}
+		add(0, o.pairs, o.size, o.stagger_us * 1000);
 	} else if (o.workload == "single") {
 		add(0, nhosts - 1, o.size, 0);
 	} else {
@@ -1101,7 +1218,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"path_burst", &c.path_burst}, {"rack_slack_pct", &c.rack_slack_pct},
 			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
 			{"swift_pace_mbps", &c.swift_pace_mbps},
-			{"retx_conserve", &c.retx_conserve}};
+			{"retx_conserve", &c.retx_conserve},
+			{"swift_compete_rtts", &c.swift_compete_rtts}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
@@ -1148,6 +1266,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		Simulator::Schedule(NanoSeconds(s.start_ns), start_flow, f.get());
 		n.flows.push_back(std::move(f));
 	}
+	if (o.workload == "coexist")
+		setup_coexist(n);
 	// fairness: per-flow delivered bytes over time
 	bool sample_tput = o.workload == "fairness";
 	if (sample_tput) {
@@ -1156,6 +1276,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 	}
 	Simulator::Stop(MilliSeconds(o.limit_ms));
 	Simulator::Run();
+	if (o.workload == "coexist")
+		coexist_tick(); // the last sample, at the end
 	bool limit_hit = n.done < n.flows.size();
 	uint64_t t_end = now_ns();
 	std::ofstream csv(o.out + "/flows-" + tag + ".csv");
@@ -1221,6 +1343,7 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 	csv.close();
 	n.trace.close();
 	n.tput.close();
+	n.cx.close();
 	Simulator::Destroy();
 	return 0;
 }
@@ -1368,6 +1491,71 @@ void fairness_metrics(const Opts &o, const std::string &tag, const std::vector<R
 		conv_us = ((c ? win_t[c - 1] : t0) - t0) / 1000.0;
 }
 
+// Coexist: from the 1 ms samples after the vrdma flow started, each flow's
+// goodput over the whole overlap and over its second half, vrdma's share of
+// the two, the share's range over the samples, the bottleneck's mean depth.
+struct Coexist {
+	double v_gbps = NAN, t_gbps = NAN, share = NAN, v_late = NAN, t_late = NAN,
+	       share_late = NAN, share_min = NAN, share_max = NAN, q_mean_kb = NAN,
+	       q_max_kb = NAN, tcp_alone_gbps = NAN, drops = NAN, marks = NAN;
+	uint64_t v_bytes = 0, t_bytes = 0;
+	size_t samples = 0;
+};
+
+Coexist coexist_metrics(const Opts &o, const std::string &tag)
+{
+	Coexist c;
+	std::ifstream f(o.out + "/coexist-" + tag + ".csv");
+	std::string line;
+	std::vector<std::vector<double>> s;
+	std::getline(f, line); // header
+	while (std::getline(f, line)) {
+		std::vector<double> r;
+		for (auto &x : split(line, ','))
+			r.push_back(std::stod(x));
+		if (r.size() >= 9)
+			s.push_back(r);
+	}
+	double t0 = o.stagger_us * 1000.0;
+	size_t i0 = 0;
+	while (i0 < s.size() && s[i0][0] < t0)
+		i0++;
+	if (i0 < s.size() && i0 > 0 && s[i0 - 1][0] > 0) // TCP alone before vrdma
+		c.tcp_alone_gbps = s[i0 - 1][2] * 8 / s[i0 - 1][0];
+	if (s.size() < i0 + 2)
+		return c;
+	size_t i1 = s.size() - 1, im = i0 + (i1 - i0) / 2;
+	auto gb = [&](size_t a, size_t b, int col) {
+		return (s[b][col] - s[a][col]) * 8 / (s[b][0] - s[a][0]);
+	};
+	c.v_gbps = gb(i0, i1, 1);
+	c.t_gbps = gb(i0, i1, 2);
+	c.v_bytes = (uint64_t)(s[i1][1] - s[i0][1]);
+	c.t_bytes = (uint64_t)(s[i1][2] - s[i0][2]);
+	c.share = c.v_gbps + c.t_gbps > 0 ? c.v_gbps / (c.v_gbps + c.t_gbps) : NAN;
+	c.v_late = gb(im, i1, 1);
+	c.t_late = gb(im, i1, 2);
+	c.share_late = c.v_late + c.t_late > 0 ? c.v_late / (c.v_late + c.t_late) : NAN;
+	double qs = 0, qm = 0;
+	c.share_min = 1;
+	c.share_max = 0;
+	for (size_t i = i0 + 1; i <= i1; i++) {
+		double v = s[i][1] - s[i - 1][1], t = s[i][2] - s[i - 1][2];
+		if (v + t > 0) {
+			c.share_min = std::min(c.share_min, v / (v + t));
+			c.share_max = std::max(c.share_max, v / (v + t));
+		}
+		qs += s[i][3];
+		qm = std::max(qm, s[i][4]);
+		c.samples++;
+	}
+	c.q_mean_kb = qs / c.samples / 1000;
+	c.q_max_kb = qm / 1000;
+	c.drops = s[i1][7];
+	c.marks = s[i1][8];
+	return c;
+}
+
 int report(const Opts &o, const std::vector<std::pair<std::string, uint32_t>> &runs)
 {
 	std::ofstream all(o.out + "/flows.csv");
@@ -1475,6 +1663,44 @@ int report(const Opts &o, const std::vector<std::pair<std::string, uint32_t>> &r
 			m("convergence_us", c);
 			md3 << "\n" << algo << " paths " << paths << ": Jain " << j
 			    << ", convergence " << c << " us\n";
+		}
+		if (o.workload == "coexist") {
+			Coexist c = coexist_metrics(o, tag);
+			m("vrdma_gbps", c.v_gbps);
+			m("tcp_gbps", c.t_gbps);
+			m("vrdma_share", c.share);
+			m("vrdma_gbps_late", c.v_late);
+			m("tcp_gbps_late", c.t_late);
+			m("vrdma_share_late", c.share_late);
+			m("vrdma_share_min_1ms", c.share_min);
+			m("vrdma_share_max_1ms", c.share_max);
+			m("tcp_alone_gbps", c.tcp_alone_gbps);
+			m("bneck_queue_mean_kb", c.q_mean_kb);
+			m("bneck_queue_max_kb", c.q_max_kb);
+			m("bneck_drops", c.drops);
+			m("bneck_marks", c.marks);
+			m("overlap_samples", c.samples);
+			char l2[512];
+			snprintf(l2, sizeof(l2),
+				 "| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f-%.2f | %.0f | %.0f | "
+				 "%.0f | %.0f | %lu | %lu |\n",
+				 algo.c_str(), paths, c.v_gbps, c.t_gbps, c.share, c.share_late,
+				 c.share_min, c.share_max, c.q_mean_kb, c.q_max_kb, c.drops, c.marks,
+				 (unsigned long)retx, (unsigned long)to);
+			if (md3.tellp() <= 0)
+				md3 << "\n| algo | paths | vrdma Gbps | TCP Gbps | vrdma share | "
+				       "share, 2nd half | share range (1 ms) | queue mean KB | "
+				       "queue max KB | drops | CE marks | vrdma retx | vrdma timeouts "
+				       "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+			md3 << l2;
+			// the flow runs until the time limit by design: both must move
+			if (!(c.v_bytes > 0 && c.t_bytes > 0) || order_bad)
+				bad++;
+			if (!o.quiet)
+				std::cerr << o.name << " " << tag << ": vrdma " << c.v_gbps
+					  << " Gbps, TCP " << c.t_gbps << " Gbps, vrdma share "
+					  << c.share << " (2nd half " << c.share_late << ")\n";
+			continue;
 		}
 		if (ok != rows.size() || order_bad || bytes_bad)
 			bad++;

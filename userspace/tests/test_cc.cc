@@ -473,3 +473,68 @@ TEST(SwiftPacing, GrowsOnlyAUsedWindow)
 	c->ops->on_ack(c.get(), &s);
 	EXPECT_GT(c->tx.cwnd_fp, 16u << VT_FP_SHIFT);
 }
+
+// Competitive mode (swift_compete_rtts, off in both profiles): a queue that
+// keeps growing while the window sits below one packet is a loss-based
+// competitor's; the flow then grows additively, ignores delay and ECN, cuts
+// on loss, and returns to Swift once the delay falls below the target.
+TEST(SwiftCompete, OffInBothProfiles)
+{
+	vt_config dc, vm;
+	vt_config_default(&dc);
+	vt_config_vm(&vm);
+	EXPECT_EQ(dc.swift_compete_rtts, 0u);
+	EXPECT_EQ(vm.swift_compete_rtts, 0u);
+}
+
+TEST(SwiftCompete, AGrowingQueueAtTheFloorTurnsLossBased)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	cfg.swift_compete_rtts = 4;
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = VT_FP_ONE / 2;
+	uint64_t t0 = cfg.swift_target_ns;
+	auto on_ack = [&](uint64_t now, uint64_t d, uint32_t ce = 0) {
+		vt_cc_sample s = sample(now, d, 1, ce);
+		c->ops->on_ack(c.get(), &s);
+	};
+	// above even the flow-scaled target: Swift cuts, the window stays < 1
+	on_ack(100 * US, t0 + 50 * US);	// since, lowest delay
+	on_ack(200 * US, t0 + 60 * US);	// 5 RTTs, but grown by less than the target
+	EXPECT_FALSE(c->tx.cc.swift.compete);
+	uint32_t w = c->tx.cwnd_fp;
+	ASSERT_LT(w, VT_FP_ONE / 2);
+	on_ack(300 * US, t0 + 80 * US, 1);	// grown by the target: compete
+	EXPECT_TRUE(c->tx.cc.swift.compete);
+	EXPECT_EQ(c->tx.cwnd_fp, w + VT_FP_ONE); // + ai per acked packet below 1
+	// delay and CE no longer cut; above one packet, + ai per window
+	c->tx.cwnd_fp = 10u << VT_FP_SHIFT;
+	on_ack(320 * US, 8 * t0, 1);
+	EXPECT_EQ(c->tx.cwnd_fp, (10u << VT_FP_SHIFT) + VT_FP_ONE / 10);
+	// a loss cuts by max_mdf
+	w = c->tx.cwnd_fp;
+	c->ops->on_loss(c.get(), 400 * US);
+	EXPECT_EQ(c->tx.cwnd_fp, w / 2);
+	// the queue drained: Swift again
+	on_ack(500 * US, t0 / 2);
+	EXPECT_FALSE(c->tx.cc.swift.compete);
+	EXPECT_EQ(c->tx.cc.swift.high_since, VT_NEVER);
+}
+
+// A queue that stands but does not grow (delay-based flows of an incast at
+// their floor) is not competition, however long it stands.
+TEST(SwiftCompete, AStandingQueueIsNotCompetition)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	cfg.swift_compete_rtts = 4;
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = VT_FP_ONE / 2;
+	for (uint64_t t = 100; t < 10000; t += 10) {
+		vt_cc_sample s = sample(t * US, cfg.swift_target_ns + 60 * US + (t % 30) * US, 1, 1);
+		c->ops->on_ack(c.get(), &s);
+		ASSERT_FALSE(c->tx.cc.swift.compete) << "at " << t << " us";
+	}
+	EXPECT_LE(c->tx.cwnd_fp, VT_FP_ONE);
+}

@@ -32,6 +32,7 @@ static void swift_init(struct vt_conn *c, u64 now)
 	(void)now;
 	cwnd_clamp(c, (u64)c->cfg.init_cwnd << VT_FP_SHIFT);
 	c->tx.cc.swift.last_decrease = VT_NEVER;
+	c->tx.cc.swift.high_since = VT_NEVER;
 }
 
 /* Swift decreases at most once per RTT. */
@@ -157,6 +158,61 @@ static bool swift_window_used(const struct vt_conn *c,
 	return used + (wnd >> 3) >= wnd;
 }
 
+/*
+ * Competitive mode (Copa's, in Swift's terms).  A delay-based flow next to a
+ * loss-based one (TCP CUBIC) cuts on a queue the other keeps filling: its
+ * window falls to the floor while the queue stands, and it keeps a percent
+ * of the link.  When the delay has stayed above the unscaled target for
+ * swift_compete_rtts RTTs with the window below one packet, and the queue
+ * grew by at least that target meanwhile, it stops reading delay and ECN
+ * and runs the loss-based law of its competitor:
+ * additive increase, the max_mdf cut on loss (swift_on_loss), until a
+ * delay below the target shows the queue drained.  Returns true when the
+ * window was handled here.
+ */
+static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
+			  u64 d, u64 target)
+{
+	u64 cwnd = c->tx.cwnd_fp;
+	u64 *since = &c->tx.cc.swift.high_since;
+
+	if (d < target) {
+		*since = VT_NEVER;
+		c->tx.cc.swift.compete = false;
+		return false;
+	}
+	if (!c->tx.cc.swift.compete) {
+		if (cwnd >= VT_FP_ONE) {
+			*since = VT_NEVER;
+			return false;
+		}
+		if (*since == VT_NEVER) {
+			*since = s->now;
+			c->tx.cc.swift.high_min = d;
+		}
+		if (d < c->tx.cc.swift.high_min)
+			c->tx.cc.swift.high_min = d;
+		/*
+		 * and the queue grew by the target since its lowest point:
+		 * delay-based flows at their floor (an incast) hold a queue,
+		 * they do not keep adding to it
+		 */
+		if (s->now - *since <
+		    (u64)c->cfg.swift_compete_rtts * c->tx.srtt ||
+		    d < c->tx.cc.swift.high_min + target)
+			return false;
+		c->tx.cc.swift.compete = true;
+	}
+	c->tx.cc.swift.low_delay = false;	/* a loss is congestion */
+	if (cwnd >= VT_FP_ONE)
+		cwnd += vt_div64((u64)c->cfg.swift_ai_fp * s->acked_pkts *
+				 VT_FP_ONE, cwnd);
+	else
+		cwnd += (u64)c->cfg.swift_ai_fp * s->acked_pkts;
+	cwnd_clamp(c, cwnd);
+	return true;
+}
+
 static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 {
 	const struct vt_config *cfg = &c->cfg;
@@ -170,6 +226,8 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 	if (cfg->swift_queue_delay)
 		d = swift_queue_delay(c, s, &target);
 	c->tx.cc.swift.low_delay = d < target;
+	if (cfg->swift_compete_rtts && swift_compete(c, s, d, target - fs))
+		return;
 	if (d > cfg->swift_qa_mult * target) {
 		/*
 		 * Incast: delay far above target.  Cut to what the network

@@ -95,6 +95,15 @@ struct vt_config {
 	 * 0 = bursts
 	 */
 	u32 swift_pace_mbps;
+	/*
+	 * Competitive mode: once the delay has stayed above the (unscaled)
+	 * target for this many RTTs with the window below one packet and
+	 * grew by the target meanwhile, a queue this flow cannot drain
+	 * stands (a loss-based flow fills it):
+	 * grow additively and cut on loss only, until the delay falls below
+	 * the target again; 0 = off
+	 */
+	u32 swift_compete_rtts;
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -272,6 +281,9 @@ struct vt_tx {
 			u64 prev_delay;	/* previous raw sample */
 			u64 jitter;	/* EWMA of |sample - previous| */
 			bool low_delay;	/* last verdict: delay below target */
+			bool compete;	/* swift_compete_rtts: loss-driven */
+			u64 high_since;	/* delay above target since */
+			u64 high_min;	/* the lowest delay since then */
 			u64 undo_decrease; /* last_decrease before a timeout */
 		} swift;
 		struct {
