@@ -21,6 +21,7 @@
 # (the doorbell, with the softirq it runs at its end), to that depth, and
 # per function the calls per doorbell and the median duration.
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
+. "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 iters=${LAT_ITERS:-2000}
 port=18800
@@ -36,24 +37,6 @@ fn_rxe="rxe_post_send rxe_udp_encap_recv rxe_responder rxe_completer
 	rxe_cq_post rxe_requester rxe_xmit_packet"
 fn_net="veth_xmit net_rx_action __netif_receive_skb_core ip_rcv"
 
-bind() {
-	case "$1" in
-	rxe) modprobe crc32_generic; modprobe crc32-pclmul; modprobe rdma_rxe ;;
-	vrdma) modprobe vrdma ;;
-	esac 2>/dev/null
-	rdma link add "$1_w1" type "$1" netdev "$W1_IF" &&
-		rdma link add "$1_w2" type "$1" netdev "$W2_IF" || return 1
-	wait_until 10 ibv_has "$1_w1" && wait_until 10 ibv_has "$1_w2"
-}
-unbind() { rdma link del "$1_w1"; rdma link del "$1_w2"; }
-use_ko() {
-	local ko=${1%%,*} params=
-	[ "$ko" = "$1" ] || params=${1#*,}
-	modprobe vrdma 2>/dev/null
-	rmmod vrdma 2>/dev/null
-	# shellcheck disable=SC2086 # a list of parameters
-	insmod "$ko" ${params//,/ } || echo "# lat-trace: insmod $1 failed"
-}
 
 # trace_on FUNCS...: the function tracer on these (those that exist)
 trace_on() {

@@ -11,21 +11,12 @@
 # are smallest.
 #   scripts/vm/profile -- --mem 3G scripts/bench/prof-guest.sh
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
+. "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 tests=${PROF_TESTS:-vrdma:write vrdma:send64 vrdma:lat rxe:write tcp:bw}
 secs=${PROF_SECONDS:-8}
 port=18700
 
-bind() {
-	case "$1" in
-	rxe) modprobe crc32_generic; modprobe crc32-pclmul; modprobe rdma_rxe ;;
-	vrdma) modprobe vrdma ;;
-	esac 2>/dev/null
-	rdma link add "$1_w1" type "$1" netdev "$W1_IF" &&
-		rdma link add "$1_w2" type "$1" netdev "$W2_IF" || return 1
-	wait_until 10 ibv_has "$1_w1" && wait_until 10 ibv_has "$1_w2"
-}
-unbind() { rdma link del "$1_w1"; rdma link del "$1_w2"; }
 # The text symbols, for scripts/vm/profile (Debian's System.map is a
 # stub), once the modules are loaded.
 kallsyms() {
@@ -67,16 +58,6 @@ perftest() {
 	grep -E '^ *[0-9]+ +[0-9]+' /tmp/cli.out | tail -n 1 | sed "s/^/# $label: /"
 }
 
-# use_ko PATH[,PARAM=VALUE...]: this vrdma.ko, with these module
-# parameters, in place of the loaded one
-use_ko() {
-	local ko=${1%%,*} params=
-	[ "$ko" = "$1" ] || params=${1#*,}
-	modprobe vrdma 2>/dev/null	# its dependencies
-	rmmod vrdma 2>/dev/null
-	# shellcheck disable=SC2086 # a list of parameters
-	insmod "$ko" ${params//,/ } || echo "# prof: insmod $1 failed"
-}
 
 wire_single || { echo "prof: the wire failed"; exit 1; }
 # PROF_RPS="MASK1 MASK2": receive packet steering of vw1's and vw2's
