@@ -25,6 +25,7 @@
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
+#include "vt_wire.h"
 #include "rdma/vrdma-abi.h"
 
 static unsigned short udp_port = VRDMA_UDP_PORT;
@@ -42,11 +43,48 @@ static uint tx_batch = VRDMA_BATCH_MAX;
 module_param(tx_batch, uint, 0644);
 MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 16); 1: one skb per packet");
 
+/*
+ * Off by default: measured on the single-namespace wire (docs/benchmarks.md,
+ * "Receive hand-off"), it splits one QP's bulk work over two vCPUs but
+ * halves its bandwidth, the ACKs of a pipelined receiver breaking the
+ * sender's batches into small ones.
+ */
+static bool rx_handoff;
+module_param(rx_handoff, bool, 0644);
+MODULE_PARM_DESC(rx_handoff, "received batches of data are placed by a worker on another CPU, and the ACKs that worker causes are taken on another CPU than its own (experimental, default N)");
+
+/*
+ * A receive hand-off queue: skbs taken off a socket in softirq, processed
+ * in order by a worker on another CPU. @pending counts those queued or
+ * being processed: while it is not zero, later ones queue behind them.
+ */
+struct vrdma_rxq {
+	struct sk_buff_head q;
+	unsigned int pending;		/* under q.lock */
+	unsigned int bytes;		/* truesize queued, under q.lock */
+	bool data;			/* places data (else takes ACKs) */
+	struct sock *sk;		/* held while the socket is open */
+	struct work_struct work;
+};
+
+/* One socket's two hand-off queues. */
+struct vrdma_rxs {
+	struct vrdma_rxq data;
+	struct vrdma_rxq ack;
+};
+
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */
 	struct socket __rcu *sk4;
 	struct socket __rcu *sk6;
+	struct vrdma_rxs rx4;
+	struct vrdma_rxs rx6;
 };
+
+static struct workqueue_struct *vrdma_rx_wq;
+
+/* This CPU runs a data hand-off worker (set around each of its skbs). */
+static DEFINE_PER_CPU(bool, vrdma_rx_placing);
 
 static unsigned int vrdma_net_id;
 
@@ -107,7 +145,7 @@ static void vrdma_udp_count(struct sock *sk, int field)
  * queue: skb_iif names it), then the transport. Once per skb, which may
  * be a batch of packets.
  */
-static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb)
+static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
 {
 	struct ib_device *ibdev = NULL;
 	struct net_device *ndev;
@@ -129,6 +167,8 @@ static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb)
 	rcu_read_unlock();
 	if (!ibdev)
 		goto drop;
+	if (handed)
+		vrdma_count(to_vrdma_dev(ibdev), VRDMA_CNT_RX_HANDOFF, 1);
 	vrdma_rx(to_vrdma_dev(ibdev), skb);
 	ib_device_put(ibdev);
 	return;
@@ -137,9 +177,150 @@ drop:
 	kfree_skb(skb);
 }
 
+static struct vrdma_rxs *vrdma_rxs_of(struct sock *sk)
+{
+	struct vrdma_net *vn = vrdma_pernet(sock_net(sk));
+
+	return sk->sk_family == AF_INET6 ? &vn->rx6 : &vn->rx4;
+}
+
+/* A CPU other than this one: the next online one, wrapping around. */
+static int vrdma_rx_other_cpu(void)
+{
+	int cpu = cpumask_next(smp_processor_id(), cpu_online_mask);
+
+	return cpu < nr_cpu_ids ? cpu : cpumask_first(cpu_online_mask);
+}
+
+/*
+ * Queue @skb on @q if it must go there: @force, or something queued
+ * before it still waits (the queue keeps the socket's order). False: the
+ * caller processes it. A full queue drops it, as a full socket would.
+ */
+static bool vrdma_rxq_add(struct vrdma_rxq *q, struct sk_buff *skb,
+			  bool force)
+{
+	bool full;
+
+	spin_lock(&q->q.lock);
+	if (!force && !q->pending) {
+		spin_unlock(&q->q.lock);
+		return false;
+	}
+	full = q->bytes + skb->truesize > VRDMA_UDP_RCVBUF;
+	if (!full) {
+		__skb_queue_tail(&q->q, skb);
+		q->pending++;
+		q->bytes += skb->truesize;
+	}
+	spin_unlock(&q->q.lock);
+	if (full) {
+		vrdma_udp_count(q->sk, UDP_MIB_RCVBUFERRORS);
+		kfree_skb(skb);
+		return true;
+	}
+	queue_work_on(vrdma_rx_other_cpu(), vrdma_rx_wq, &q->work);
+	return true;
+}
+
+/*
+ * Where a datagram goes, in the receive softirq (see vrdma_rxq_work()):
+ * data that comes as a batch to the data worker, an ACK that the data
+ * worker's own packets caused to the ACK worker, and anything that must
+ * follow what waits in either queue behind it. Everything else, a ping-
+ * pong's single packets among it, stays here: no thread wakeup between
+ * a packet and its answer.
+ */
+static bool vrdma_rx_handoff(struct sock *sk, struct sk_buff *skb)
+{
+	struct vrdma_rxs *rxs = vrdma_rxs_of(sk);
+	u8 buf[2];		/* version and opcode */
+	const void *p;
+	int op;
+
+	if (!READ_ONCE(rx_handoff) || num_online_cpus() < 2)
+		return false;
+	p = skb_header_pointer(skb, 0, sizeof(buf), buf);
+	op = p ? vt_pkt_opcode(p, sizeof(buf)) : -1;
+	if (op < 0)
+		return false;		/* malformed: dropped where it is */
+	if (op == VT_OP_ACK || op == VT_OP_NACK)
+		return vrdma_rxq_add(&rxs->ack, skb,
+				     __this_cpu_read(vrdma_rx_placing));
+	return vrdma_rxq_add(&rxs->data, skb,
+			     skb_shinfo(skb)->gso_size &&
+			     skb->len > skb_shinfo(skb)->gso_size);
+}
+
+/*
+ * The hand-off worker. On one CPU, a QP's receive placement, the ACK it
+ * sends, that ACK's processing at the sender and the sender's next batch
+ * form one serial chain: a veth (or loopback) delivers into the backlog of
+ * the CPU that sent, so bulk traffic between two QPs of one kernel ran on
+ * one CPU with the other idle. Placing batches here, on another CPU, and
+ * taking the ACKs they cause on yet another (the next one: the first CPU
+ * again when there are two) splits the chain into a placing and a sending
+ * side. The bound, high-priority worker runs softirq-like: bottom halves
+ * off around each skb, so the receive path's locking is unchanged.
+ */
+static void vrdma_rxq_work(struct work_struct *work)
+{
+	struct vrdma_rxq *q = container_of(work, struct vrdma_rxq, work);
+	struct sk_buff *skb;
+
+	for (;;) {
+		preempt_disable();
+		local_bh_disable();
+		spin_lock(&q->q.lock);
+		skb = __skb_dequeue(&q->q);
+		if (skb)
+			q->bytes -= skb->truesize;
+		spin_unlock(&q->q.lock);
+		if (!skb) {
+			local_bh_enable();
+			preempt_enable();
+			return;
+		}
+		__this_cpu_write(vrdma_rx_placing, q->data);
+		vrdma_udp_rcv(q->sk, skb, true);
+		spin_lock(&q->q.lock);
+		q->pending--;
+		spin_unlock(&q->q.lock);
+		/* the softirqs it raised (its ACKs) run here, still marked */
+		local_bh_enable();
+		__this_cpu_write(vrdma_rx_placing, false);
+		preempt_enable();
+		cond_resched();
+	}
+}
+
+static void vrdma_rxq_init(struct vrdma_rxq *q, bool data)
+{
+	skb_queue_head_init(&q->q);
+	q->pending = 0;
+	q->bytes = 0;
+	q->data = data;
+	q->sk = NULL;
+	INIT_WORK(&q->work, vrdma_rxq_work);
+}
+
+/* The socket is closed (no more data_ready): stop the worker, drop the rest. */
+static void vrdma_rxq_stop(struct vrdma_rxq *q)
+{
+	if (!q->sk)
+		return;
+	cancel_work_sync(&q->work);
+	skb_queue_purge(&q->q);
+	q->pending = 0;
+	q->bytes = 0;
+	sock_put(q->sk);
+	q->sk = NULL;
+}
+
 /*
  * The socket has data: drain it here, in the softirq that queued it, so
- * no thread wakeup sits between a packet and its processing.
+ * no thread wakeup sits between a packet and its processing, except for
+ * what vrdma_rx_handoff() sends to another CPU.
  */
 static void vrdma_udp_data_ready(struct sock *sk)
 {
@@ -147,7 +328,8 @@ static void vrdma_udp_data_ready(struct sock *sk)
 	int err;
 
 	while ((skb = skb_recv_udp(sk, MSG_DONTWAIT, &err)))
-		vrdma_udp_rcv(sk, skb);
+		if (!vrdma_rx_handoff(sk, skb))
+			vrdma_udp_rcv(sk, skb, false);
 }
 
 /*
@@ -159,7 +341,17 @@ static void vrdma_udp_data_ready(struct sock *sk)
  * place. It also leaves out the encap socket's inet_inc_convert_csum,
  * which made receive-side segmentation checksum every segment.
  */
-static struct socket *vrdma_udp_open(struct net *net, bool ipv6)
+/* The hand-off queues of a new socket hold it until it closes. */
+static void vrdma_rxs_start(struct vrdma_rxs *rxs, struct sock *sk)
+{
+	sock_hold(sk);
+	rxs->data.sk = sk;
+	sock_hold(sk);
+	rxs->ack.sk = sk;
+}
+
+static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
+				     struct vrdma_rxs *rxs)
 {
 	struct udp_port_cfg udp_cfg = {};
 	struct socket *sock;
@@ -187,10 +379,13 @@ static struct socket *vrdma_udp_open(struct net *net, bool ipv6)
 	/* drained as it fills: the queue only holds what CPUs race to add */
 	sock->sk->sk_rcvbuf = VRDMA_UDP_RCVBUF;
 	sock->sk->sk_userlocks |= SOCK_RCVBUF_LOCK;
+	vrdma_rxs_start(rxs, sock->sk);
 	sock->sk->sk_data_ready = vrdma_udp_data_ready;
 	release_sock(sock->sk);
 	return sock;
 }
+
+
 
 /*
  * Make sure @net has its vrdma sockets. Called when a device is bound to
@@ -205,7 +400,7 @@ int vrdma_net_attach(struct net *net)
 
 	mutex_lock(&vn->lock);
 	if (!rcu_access_pointer(vn->sk4)) {
-		sock = vrdma_udp_open(net, false);
+		sock = vrdma_udp_open(net, false, &vn->rx4);
 		if (IS_ERR(sock)) {
 			rv = PTR_ERR(sock);
 			pr_warn("vrdma: cannot open UDP port %u: %d\n",
@@ -216,7 +411,7 @@ int vrdma_net_attach(struct net *net)
 	}
 #if IS_ENABLED(CONFIG_IPV6)
 	if (!rcu_access_pointer(vn->sk6)) {
-		sock = vrdma_udp_open(net, true);
+		sock = vrdma_udp_open(net, true, &vn->rx6);
 		if (!IS_ERR(sock))
 			rcu_assign_pointer(vn->sk6, sock);
 	}
@@ -233,10 +428,14 @@ static __net_init int vrdma_net_ns_init(struct net *net)
 	mutex_init(&vn->lock);
 	RCU_INIT_POINTER(vn->sk4, NULL);
 	RCU_INIT_POINTER(vn->sk6, NULL);
+	vrdma_rxq_init(&vn->rx4.data, true);
+	vrdma_rxq_init(&vn->rx4.ack, false);
+	vrdma_rxq_init(&vn->rx6.data, true);
+	vrdma_rxq_init(&vn->rx6.ack, false);
 	return 0;
 }
 
-static void vrdma_udp_close(struct socket __rcu **slot)
+static void vrdma_udp_close(struct socket __rcu **slot, struct vrdma_rxs *rxs)
 {
 	struct socket *sock = rcu_dereference_protected(*slot, true);
 
@@ -245,6 +444,9 @@ static void vrdma_udp_close(struct socket __rcu **slot)
 	RCU_INIT_POINTER(*slot, NULL);
 	/* Waits for RCU readers, including vrdma_net_xmit(). */
 	udp_tunnel_sock_release(sock);
+	/* each worker only fills the other's queue from data_ready: none now */
+	vrdma_rxq_stop(&rxs->data);
+	vrdma_rxq_stop(&rxs->ack);
 }
 
 static __net_exit void vrdma_net_ns_exit(struct net *net)
@@ -252,8 +454,8 @@ static __net_exit void vrdma_net_ns_exit(struct net *net)
 	struct vrdma_net *vn = vrdma_pernet(net);
 
 	mutex_lock(&vn->lock);
-	vrdma_udp_close(&vn->sk4);
-	vrdma_udp_close(&vn->sk6);
+	vrdma_udp_close(&vn->sk4, &vn->rx4);
+	vrdma_udp_close(&vn->sk6, &vn->rx6);
 	mutex_unlock(&vn->lock);
 }
 
@@ -679,10 +881,21 @@ drop:
 
 int vrdma_net_init(void)
 {
-	return register_pernet_subsys(&vrdma_net_ops);
+	int rv;
+
+	/* receive must progress under memory pressure (NVMe-oF, NFS) */
+	vrdma_rx_wq = alloc_workqueue("vrdma_rx", WQ_HIGHPRI | WQ_MEM_RECLAIM,
+				      0);
+	if (!vrdma_rx_wq)
+		return -ENOMEM;
+	rv = register_pernet_subsys(&vrdma_net_ops);
+	if (rv)
+		destroy_workqueue(vrdma_rx_wq);
+	return rv;
 }
 
 void vrdma_net_exit(void)
 {
 	unregister_pernet_subsys(&vrdma_net_ops);
+	destroy_workqueue(vrdma_rx_wq);
 }

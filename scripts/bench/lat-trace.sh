@@ -20,6 +20,8 @@
 # LAT_GRAPH=DEPTH: instead, function_graph under the driver's post_send
 # (the doorbell, with the softirq it runs at its end), to that depth, and
 # per function the calls per doorbell and the median duration.
+# LAT_GRAPH_VRDMA / LAT_GRAPH_RXE: another root for it than post_send
+# (e.g. vrdma_udp_data_ready / rxe_udp_encap_recv: the receive side).
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
 . "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -147,6 +149,11 @@ run_one() {	# DRIVER LABEL
 		fns="$fn_rxe" db=rxe_post_send rx=rxe_responder cq=rxe_cq_post
 	fi
 	if [ -n "${LAT_GRAPH:-}" ]; then
+		if [ "$t" = vrdma ]; then
+			db=${LAT_GRAPH_VRDMA:-$db}
+		else
+			db=${LAT_GRAPH_RXE:-$db}
+		fi
 		graph_on "$db" "$LAT_GRAPH"
 	else
 		# shellcheck disable=SC2086 # lists of functions
@@ -163,6 +170,10 @@ run_one() {	# DRIVER LABEL
 	grep -q 'LOST' $T/trace && echo "# $label: the trace lost events (buffer)"
 	if [ -n "${LAT_GRAPH:-}" ]; then
 		graph_report "$label" "$db" <$T/trace
+		# LAT_DUMP=N: N lines of the raw graph from the run's middle
+		[ "${LAT_DUMP:-0}" -gt 0 ] && grep -v '^ *#' $T/trace |
+			tail -n +"$(($(grep -c . $T/trace) / 2))" |
+			head -n "$LAT_DUMP" | sed "s/^/# $label raw: /"
 		echo nop >$T/current_tracer
 		unbind "$t"
 		return

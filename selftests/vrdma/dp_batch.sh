@@ -11,6 +11,7 @@
 #  - gather and scatter lists, READ, WRITE, large messages (vrdma_dp_test);
 #  - copy-free transmit on top (payload in the MR's pages, batches that
 #    cross page boundaries);
+#  - the experimental receive hand-off (rx_handoff=1) on top;
 #  - the control: tx_batch=1 sends no batch;
 #  - a sender netdev without UDP segmentation offload (the stack segments
 #    the batch before the veth: the receiver gets single packets), and the
@@ -66,6 +67,21 @@ if [ -f "$P/zcopy" ]; then
 	[ "${z1:-0}" -gt "${z0:-0}" ] && ktap_ok "copy-free batches carried user pages (+$((z1 - z0)))" ||
 		ktap_fail "copy-free: no packet went without a copy"
 	echo 0 >"$P/zcopy"
+fi
+
+# receive hand-off (experimental, off by default): batches placed by a
+# worker on another CPU, in order, the data still verified
+if [ -f "$P/rx_handoff" ] && [ "$(nproc)" -ge 2 ]; then
+	echo 1 >"$P/rx_handoff"
+	h0=$(dp_counter vrdma1 rx_handed_off)
+	case_pp "receive hand-off" 200001 1 1
+	dpt "receive hand-off, dp_test" 150 --only send,write,read,sge,large,order
+	h1=$(dp_counter vrdma1 rx_handed_off)
+	[ "${h1:-0}" -gt "${h0:-0}" ] && ktap_ok "receive hand-off: a worker placed batches (+$((h1 - h0)))" ||
+		ktap_fail "receive hand-off: nothing was handed off"
+	echo 0 >"$P/rx_handoff"
+else
+	ktap_skip "receive hand-off: no rx_handoff parameter, or one CPU"
 fi
 
 echo 1 >"$P/tx_batch"
