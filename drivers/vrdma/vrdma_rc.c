@@ -39,6 +39,10 @@ static uint swift_target_us = 100;
 module_param(swift_target_us, uint, 0644);
 MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 100)");
 
+static uint swift_compete_rtts;
+module_param(swift_compete_rtts, uint, 0644);
+MODULE_PARM_DESC(swift_compete_rtts, "Swift competitive mode next to loss-based TCP: RTTs of a growing standing queue with the window at its floor before the flow turns loss-based; 0: off (default, experimental)");
+
 static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
@@ -509,6 +513,7 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 	cfg->mtu = vrdma_rc_payload(qp, family);
 	cfg->cc = vrdma_rc_cc();
 	cfg->swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
+	cfg->swift_compete_rtts = swift_compete_rtts;
 	/*
 	 * Each ACK is a packet through the whole stack: coalesce them over
 	 * a VM-sized delay (the sender asks with ACKREQ where it waits; its

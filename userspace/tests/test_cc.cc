@@ -507,19 +507,57 @@ TEST(SwiftCompete, AGrowingQueueAtTheFloorTurnsLossBased)
 	ASSERT_LT(w, VT_FP_ONE / 2);
 	on_ack(300 * US, t0 + 80 * US, 1);	// grown by the target: compete
 	EXPECT_TRUE(c->tx.cc.swift.compete);
-	EXPECT_EQ(c->tx.cwnd_fp, w + VT_FP_ONE); // + ai per acked packet below 1
-	// delay and CE no longer cut; above one packet, + ai per window
+	EXPECT_EQ(c->tx.cwnd_fp, w + VT_FP_ONE); // slow start: + 1 per acked packet
+	// delay and CE no longer cut; until a loss, + 1 per acked packet
 	c->tx.cwnd_fp = 10u << VT_FP_SHIFT;
 	on_ack(320 * US, 8 * t0, 1);
-	EXPECT_EQ(c->tx.cwnd_fp, (10u << VT_FP_SHIFT) + VT_FP_ONE / 10);
-	// a loss cuts by max_mdf
+	EXPECT_EQ(c->tx.cwnd_fp, 11u << VT_FP_SHIFT);
+	// a loss cuts by max_mdf and ends the slow start
 	w = c->tx.cwnd_fp;
 	c->ops->on_loss(c.get(), 400 * US);
 	EXPECT_EQ(c->tx.cwnd_fp, w / 2);
+	EXPECT_FALSE(c->tx.cc.swift.compete_ss);
+	// then + ai per window
+	w = c->tx.cwnd_fp;
+	on_ack(420 * US, 8 * t0, 1);
+	EXPECT_TRUE(c->tx.cc.swift.compete);
+	EXPECT_EQ(c->tx.cwnd_fp, w + (uint64_t)VT_FP_ONE * VT_FP_ONE / w);
 	// the queue drained: Swift again
 	on_ack(500 * US, t0 / 2);
 	EXPECT_FALSE(c->tx.cc.swift.compete);
 	EXPECT_EQ(c->tx.cc.swift.high_since, VT_NEVER);
+}
+
+// The kernel's profile keeps the window at one packet or more: its floor
+// is where competition is detected, with the queue delay it runs on.
+TEST(SwiftCompete, TheKernelProfileFloorCounts)
+{
+	vt_config cfg;
+	vt_config_vm(&cfg);
+	cfg.swift_compete_rtts = 4;
+	auto c = make_conn(cfg);
+	c->tx.srtt = 20 * US;
+	c->tx.cwnd_fp = VT_FP_ONE;
+	uint64_t t0 = cfg.swift_target_ns;
+	auto on_ack = [&](uint64_t now, uint64_t d) {
+		vt_cc_sample s = sample(now, d, 1);
+		c->ops->on_ack(c.get(), &s);
+	};
+	on_ack(10 * US, 10 * US);	// the base delay (queue-delay mode)
+	// a queue above the target, growing 5 us per 20 us, for 1.4 ms
+	for (uint64_t t = 100; t <= 1500; t += 20)
+		on_ack(t * US, 10 * US + t0 + (t - 100) / 4 * US);
+	EXPECT_TRUE(c->tx.cc.swift.compete);
+	EXPECT_GT(c->tx.cwnd_fp, VT_FP_ONE);
+	// above the floor, no competition is detected
+	auto d = make_conn(cfg);
+	d->tx.srtt = 20 * US;
+	d->tx.cwnd_fp = 4u << VT_FP_SHIFT;
+	vt_cc_sample s = sample(10 * US, 10 * US, 1);
+	d->ops->on_ack(d.get(), &s);
+	s = sample(100 * US, 10 * US + 2 * t0, 1);
+	d->ops->on_ack(d.get(), &s);
+	EXPECT_FALSE(d->tx.cc.swift.compete);
 }
 
 // A queue that stands but does not grow (delay-based flows of an incast at

@@ -163,9 +163,12 @@ static bool swift_window_used(const struct vt_conn *c,
  * loss-based one (TCP CUBIC) cuts on a queue the other keeps filling: its
  * window falls to the floor while the queue stands, and it keeps a percent
  * of the link.  When the delay has stayed above the unscaled target for
- * swift_compete_rtts RTTs with the window below one packet, and the queue
- * grew by at least that target meanwhile, it stops reading delay and ECN
- * and runs the loss-based law of its competitor:
+ * swift_compete_rtts RTTs with the window at one packet or below (the VM
+ * profile's floor is one packet), and the queue grew by at least that
+ * target meanwhile, it stops reading delay and ECN and runs the loss-based
+ * law of its competitor: slow start until the first loss (the competitor
+ * holds a queue of many windows; additive growth of a packet per RTT from
+ * the floor would take hundreds of its RTTs to reach a share), then
  * additive increase, the max_mdf cut on loss (swift_on_loss), until a
  * delay below the target shows the queue drained.  Returns true when the
  * window was handled here.
@@ -182,7 +185,7 @@ static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
 		return false;
 	}
 	if (!c->tx.cc.swift.compete) {
-		if (cwnd >= VT_FP_ONE) {
+		if (cwnd > VT_MAX(VT_FP_ONE, c->cfg.swift_min_cwnd_fp)) {
 			*since = VT_NEVER;
 			return false;
 		}
@@ -202,9 +205,12 @@ static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
 		    d < c->tx.cc.swift.high_min + target)
 			return false;
 		c->tx.cc.swift.compete = true;
+		c->tx.cc.swift.compete_ss = true;
 	}
 	c->tx.cc.swift.low_delay = false;	/* a loss is congestion */
-	if (cwnd >= VT_FP_ONE)
+	if (c->tx.cc.swift.compete_ss)
+		cwnd += (u64)s->acked_pkts * VT_FP_ONE;
+	else if (cwnd >= VT_FP_ONE)
 		cwnd += vt_div64((u64)c->cfg.swift_ai_fp * s->acked_pkts *
 				 VT_FP_ONE, cwnd);
 	else
@@ -296,6 +302,7 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
  */
 static void swift_on_loss(struct vt_conn *c, u64 now)
 {
+	c->tx.cc.swift.compete_ss = false;
 	if (c->tx.cc.swift.low_delay)
 		return;
 	if (swift_can_decrease(c, now))

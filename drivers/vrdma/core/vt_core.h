@@ -282,6 +282,7 @@ struct vt_tx {
 			u64 jitter;	/* EWMA of |sample - previous| */
 			bool low_delay;	/* last verdict: delay below target */
 			bool compete;	/* swift_compete_rtts: loss-driven */
+			bool compete_ss; /* and in slow start: no loss yet */
 			u64 high_since;	/* delay above target since */
 			u64 high_min;	/* the lowest delay since then */
 			u64 undo_decrease; /* last_decrease before a timeout */
