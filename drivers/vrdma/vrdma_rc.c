@@ -43,6 +43,10 @@ static uint swift_compete_rtts;
 module_param(swift_compete_rtts, uint, 0644);
 MODULE_PARM_DESC(swift_compete_rtts, "Swift competitive mode next to loss-based TCP: RTTs of a growing standing queue with the window at its floor before the flow turns loss-based; 0: off (default, experimental)");
 
+static uint tx_defer = 16;
+module_param(tx_defer, uint, 0644);
+MODULE_PARM_DESC(tx_defer, "RC packets in flight: new ones wait until this many (at most half the window) fit, one batch per ACK (default 16); 0: off");
+
 static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
@@ -514,6 +518,7 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 	cfg->cc = vrdma_rc_cc();
 	cfg->swift_target_ns = (u64)swift_target_us * NSEC_PER_USEC;
 	cfg->swift_compete_rtts = swift_compete_rtts;
+	cfg->tx_defer_pkts = tx_defer;
 	/*
 	 * Each ACK is a packet through the whole stack: coalesce them over
 	 * a VM-sized delay (the sender asks with ACKREQ where it waits; its

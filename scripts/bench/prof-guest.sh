@@ -4,7 +4,9 @@
 # A workload for scripts/vm/profile: the bench's single-namespace wire and a
 # few of its figures, each phase marked "##prof LABEL" so the profile tells
 # them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
-# vrdma:lat rxe:write tcp:bw"); PROF_SECONDS (default 8) per phase.
+# vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages); PROF_SECONDS
+# (default 8) per phase.
+# PROF_NETEM="loss 5%" puts netem on both ends of the wire.
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
 # module, in turn, PROF_ROUNDS times (default 1), labelled by the file's
 # name: an A/B of two builds in one boot, where TCG's run-to-run swings
@@ -67,6 +69,13 @@ if [ -n "${PROF_RPS:-}" ]; then
 	echo "$m1" >/sys/class/net/$W1_IF/queues/rx-0/rps_cpus
 	echo "$m2" >/sys/class/net/$W2_IF/queues/rx-0/rps_cpus
 fi
+# PROF_NETEM="loss 5%": netem on both ends of the wire
+if [ -n "${PROF_NETEM:-}" ]; then
+	# shellcheck disable=SC2086 # netem's arguments
+	tc qdisc replace dev "$W1_IF" root netem $PROF_NETEM &&
+		tc qdisc replace dev "$W2_IF" root netem $PROF_NETEM &&
+		echo "# netem $PROF_NETEM on $W1_IF and $W2_IF"
+fi
 plan=
 if [ -n "${PROF_KOS:-}" ]; then
 	for _ in $(seq "${PROF_ROUNDS:-1}"); do
@@ -102,6 +111,7 @@ for px in $plan; do
 	kallsyms
 	case "$what" in
 	write) perftest "$t" "$x" ib_write_bw -s 65536 -D "$secs" --report_gbits ;;
+	write1m) perftest "$t" "$x" ib_write_bw -s 1048576 -D "$secs" --report_gbits ;;
 	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
 	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
 	esac

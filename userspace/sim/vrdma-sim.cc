@@ -163,6 +163,7 @@ Usage: vrdma-sim [options]
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
                          swift_pace_mbps retx_conserve swift_compete_rtts
+                         tx_defer_pkts
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -1219,7 +1220,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"path_reps", &c.path_reps}, {"swift_pi_pct", &c.swift_pi_pct},
 			{"swift_pace_mbps", &c.swift_pace_mbps},
 			{"retx_conserve", &c.retx_conserve},
-			{"swift_compete_rtts", &c.swift_compete_rtts}};
+			{"swift_compete_rtts", &c.swift_compete_rtts},
+			{"tx_defer_pkts", &c.tx_defer_pkts}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},

@@ -382,6 +382,52 @@ TEST_F(Tx, AckRequestOnlyWhereTheSenderWaits)
 	}
 }
 
+// Batch deferral (tx_defer_pkts, on in the kernel's profile): once a burst
+// filled the window, the next waits until min(tx_defer_pkts, wnd / 2)
+// slots are free, then fills the window again; a message's short tail
+// goes at once.
+TEST_F(Tx, DeferralSendsABatchPerAckNotAFew)
+{
+	cfg.tx_defer_pkts = 4;
+	cfg.init_cwnd = 10;
+	auto ack_to = [&](uint32_t cum, uint64_t now) {
+		vt_ack a = ack(cum, 0, cum - 1);
+		a.echo_ts = 0;	// no RTT sample: the window stays 10
+		ASSERT_EQ(on_ack(a, now), 0);
+	};
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 100 * 1000), 0);
+	for (int i = 0; i < 10; i++) {
+		ASSERT_EQ(poll(0), VT_TX_SEND) << i;
+		EXPECT_EQ(!!(d.flags & VT_F_ACKREQ), i == 9) << i; // full: asks
+	}
+	ack_to(2, 10 * US);		// 2 free: fewer than 4, wait
+	EXPECT_NE(poll(10 * US), VT_TX_SEND);
+	ack_to(4, 20 * US);		// 4 free: a burst that fills the window
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(poll(20 * US), VT_TX_SEND) << i;
+	EXPECT_NE(poll(20 * US), VT_TX_SEND);
+
+	// without it, each ACK's two slots go as they come
+	cfg.tx_defer_pkts = 0;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 100 * 1000), 0);
+	for (int i = 0; i < 10; i++)
+		ASSERT_EQ(poll(0), VT_TX_SEND);
+	ack_to(2, 10 * US);
+	EXPECT_EQ(poll(10 * US), VT_TX_SEND);
+
+	// a message's last two packets do not wait for four slots
+	cfg.tx_defer_pkts = 4;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 12 * 1000), 0);
+	for (int i = 0; i < 10; i++)
+		ASSERT_EQ(poll(0), VT_TX_SEND);
+	ack_to(2, 10 * US);
+	EXPECT_EQ(poll(10 * US), VT_TX_SEND);
+	EXPECT_EQ(poll(10 * US), VT_TX_SEND);
+}
+
 TEST_F(Tx, TailLossProbeFiresAfterPto)
 {
 	init();

@@ -76,6 +76,7 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
 	cfg->path_burst = 16;
+	cfg->tx_defer_pkts = 16;	/* a batch: one UDP GSO skb */
 	/*
 	 * Not yet measured in a VM, so as before: an entropy per path slot,
 	 * the RTO and the window as they were for retransmissions, the

@@ -63,6 +63,11 @@ struct vt_config {
 	 */
 	u32 retx_conserve;
 	/*
+	 * with packets in flight, new packets wait until this many (at most
+	 * half the window) fit: one batch per ACK, not a few; 0 = off
+	 */
+	u32 tx_defer_pkts;
+	/*
 	 * sprayed: an entropy per packet, up to this many clean ones reused
 	 * (REPS); 0 = one entropy per path slot
 	 */
@@ -241,6 +246,7 @@ struct vt_tx {
 	bool in_recovery;
 	bool tlp_pending;	/* probe to send at next poll */
 	bool tlp_out;		/* probe in flight, no TLP until progress */
+	bool burst;		/* new packets fill the window: no deferral */
 	u32 reo_mult;
 	u32 reo_clean;		/* packets acked since the last spurious */
 	u32 undo_cwnd_fp;	/* cwnd before the recovery cut, 0 = no undo */
