@@ -67,6 +67,12 @@ struct vt_config {
 	 * (REPS); 0 = one entropy per path slot
 	 */
 	u32 path_reps;
+	/*
+	 * each ACK its own pseudo-random entropy (vt_rx_ack_entropy), so
+	 * that a connection's ACKs spread over the paths instead of queueing
+	 * behind other flows' data on one; 0 = one entropy for all ACKs
+	 */
+	u32 ack_spray;
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */
 	/* Swift */
@@ -314,6 +320,7 @@ struct vt_rx {
 	u8 nack;
 	u16 rnr_wait_us;
 	u32 rwnd;
+	u32 ack_rand;		/* ack_spray: xorshift state */
 	u64 rcvd[VT_WIN_WORDS];
 	u64 eom[VT_WIN_WORDS];
 };
@@ -411,6 +418,7 @@ void vt_rx_run_end(struct vt_conn *c, u32 pkts);
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
+u16 vt_rx_ack_entropy(struct vt_conn *c);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
 bool vt_rx_is_new(const struct vt_conn *c, u32 psn);
 int vt_rx_adopt_psn(struct vt_conn *c, u32 psn);
