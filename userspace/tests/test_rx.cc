@@ -456,4 +456,11 @@ TEST_F(Rx, AckSprayGivesEachAckItsOwnEntropy)
 			seq[spray] = e;
 		}
 	}
+	// the go-back-N baseline keeps rxe's one source port
+	cfg.ack_spray = 1;
+	cfg.cc = VT_CC_GBN;
+	init();
+	ASSERT_EQ(rx(0, 1000), VT_RX_ACCEPT);
+	ack(1000);
+	EXPECT_EQ(vt_rx_ack_entropy(c.get()), 0u);
 }

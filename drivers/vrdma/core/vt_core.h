@@ -267,7 +267,7 @@ struct vt_tx {
 	u32 reps_rand;			/* xorshift state for fresh ones */
 	bool ack_clean;			/* the ACK in hand carried no CE */
 	u32 retx_credit;		/* resends the last ACK's deliveries allow */
-	bool retx_force;		/* one resend past the window: loss_found() */
+	bool retx_force;		/* one resend past a full window */
 	u16 reps[VT_REPS_MAX];
 	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;

@@ -277,8 +277,8 @@ int vt_rx_adopt_psn(struct vt_conn *c, u32 psn)
 
 /*
  * The entropy (UDP source port offset) for the ACK just built: with
- * ack_spray a fresh pseudo-random one per ACK, else 0 (one path for all
- * of a connection's ACKs).  On a fabric the data of a permutation loads
+ * ack_spray a fresh pseudo-random one per ACK, else (and for go-back-N)
+ * 0: one path for all of a connection's ACKs.  On a fabric the data of a permutation loads
  * to ~100 %, the ACKs of a connection on one path queue behind other
  * flows' data there and read as congestion at the sender; sprayed, they
  * meet the average queue.  A platform that does not call this sends
@@ -288,7 +288,8 @@ u16 vt_rx_ack_entropy(struct vt_conn *c)
 {
 	u32 x;
 
-	if (!c->cfg.ack_spray)
+	/* the go-back-N baseline stays rxe: one source port */
+	if (!c->cfg.ack_spray || (c->ops->flags & VT_CCF_GBN))
 		return 0;
 	x = c->rx.ack_rand ? c->rx.ack_rand : 0x9e3779b9U;
 	x ^= x << 13;
