@@ -163,7 +163,7 @@ Usage: vrdma-sim [options]
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
                          swift_pace_mbps retx_conserve swift_compete_rtts
-                         tx_defer_pkts
+                         tx_defer_pkts ack_spray
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -443,7 +443,6 @@ struct FlowState {
 	FlowSpec spec;
 	std::unique_ptr<vt_conn> snd, rcv;
 	VrdmaHost *sh = nullptr, *rh = nullptr;
-	uint16_t ack_sport = 0;
 	uint32_t hash = 0;
 	EventId snd_ev, rcv_ev, trace_ev;
 	uint64_t snd_at = VT_NEVER, rcv_at = VT_NEVER;
@@ -646,7 +645,9 @@ void send_ack(FlowState *f)
 	if (vt_ack_encode(&a, b, sizeof(b)) != VT_ACK_LEN)
 		NS_FATAL_ERROR("ack encode failed");
 	f->ack_sent.push_back(now_ns());
-	f->rh->Xmit(Create<Packet>(b, sizeof(b)), f->spec.src, f->ack_sport);
+	// the core's entropy for this ACK (0 without ack_spray: one path)
+	f->rh->Xmit(Create<Packet>(b, sizeof(b)), f->spec.src,
+		    data_sport(f, vt_rx_ack_entropy(f->rcv.get())));
 }
 
 void rcv_timer(FlowState *f)
@@ -1221,7 +1222,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"swift_pace_mbps", &c.swift_pace_mbps},
 			{"retx_conserve", &c.retx_conserve},
 			{"swift_compete_rtts", &c.swift_compete_rtts},
-			{"tx_defer_pkts", &c.tx_defer_pkts}};
+			{"tx_defer_pkts", &c.tx_defer_pkts},
+			{"ack_spray", &c.ack_spray}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
@@ -1263,7 +1265,6 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		f->sh = PeekPointer(n.apps[s.src]);
 		f->rh = PeekPointer(n.apps[s.dst]);
 		f->hash = (uint32_t)mix64(s.id ^ (o.seed << 20));
-		f->ack_sport = kSportBase + f->hash % kSportSpan;
 		f->hops = n.dist[s.dst][s.src];
 		Simulator::Schedule(NanoSeconds(s.start_ns), start_flow, f.get());
 		n.flows.push_back(std::move(f));

@@ -374,6 +374,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.swift_pi_pct, 0u);
 	EXPECT_EQ(vm.swift_pace_mbps, 0u);
 	EXPECT_EQ(vm.retx_conserve, 0u);
+	EXPECT_EQ(vm.ack_spray, 0u);	// needs the module's ACK source port
 	// everything else as vt_config_default()
 	vm.swift_queue_delay = dc.swift_queue_delay;
 	vm.swift_target_ns = dc.swift_target_ns;
@@ -385,6 +386,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vm.swift_pi_pct = dc.swift_pi_pct;
 	vm.swift_pace_mbps = dc.swift_pace_mbps;
 	vm.retx_conserve = dc.retx_conserve;
+	vm.ack_spray = dc.ack_spray;
 	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
 }
 

@@ -4,6 +4,8 @@
 #include "vt_test.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <vector>
 
 using namespace vtt;
 
@@ -420,4 +422,45 @@ TEST_F(Rx, OnlyNewsAboutAHoleIsAckedAtOnce)
 	a = ack(75);
 	EXPECT_EQ(a.cum_psn, 7u);
 	EXPECT_EQ(c->stats[VT_STAT_RX_OOO], 5u);
+}
+
+// ack_spray: each ACK its own entropy (spread over the fabric's paths, not
+// queued behind other flows' data on one), deterministic per connection;
+// without it (the kernel's profile) every ACK has entropy 0, one path.
+TEST_F(Rx, AckSprayGivesEachAckItsOwnEntropy)
+{
+	std::vector<uint16_t> seq[2];
+
+	for (int spray = 0; spray < 2; spray++) {
+		cfg.ack_spray = spray;
+		for (int run = 0; run < 2; run++) {
+			SCOPED_TRACE(spray * 10 + run);
+			init();
+			std::vector<uint16_t> e;
+			for (uint32_t i = 0; i < 64; i++) {
+				ASSERT_EQ(rx(i, 1000 * (i + 1)), VT_RX_ACCEPT);
+				ack(1000 * (i + 1));
+				e.push_back(vt_rx_ack_entropy(c.get()));
+			}
+			std::sort(e.begin(), e.end());
+			size_t distinct = std::unique(e.begin(), e.end()) - e.begin();
+			if (spray) {
+				EXPECT_GE(distinct, 48u);
+				EXPECT_LT(e.back(), VT_REPS_SPACE);
+			} else {
+				EXPECT_EQ(distinct, 1u);
+				EXPECT_EQ(e.back(), 0u);
+			}
+			if (run)
+				EXPECT_EQ(e, seq[spray]); // same connection, same entropies
+			seq[spray] = e;
+		}
+	}
+	// the go-back-N baseline keeps rxe's one source port
+	cfg.ack_spray = 1;
+	cfg.cc = VT_CC_GBN;
+	init();
+	ASSERT_EQ(rx(0, 1000), VT_RX_ACCEPT);
+	ack(1000);
+	EXPECT_EQ(vt_rx_ack_entropy(c.get()), 0u);
 }

@@ -1092,3 +1092,76 @@ TEST_F(Tx, EarlyRtoKeepsFrtoWaiting)
 	EXPECT_EQ(c->tx.rto_deadline, rto_at + 50 * US + vt_tx_rto(c.get()));
 	EXPECT_EQ(poll(again), VT_TX_WAIT); // still waiting for the answer
 }
+
+// retx_conserve: losses RACK's timer finds while the window is full of
+// packets nothing will deliver (a fan-in dropped a first window's tail)
+// get one resend past the window, as PRR's forced fast retransmit; one at
+// a time: the next waits while that resend is out.
+TEST_F(Tx, ConservationForcesOneResendWhenNoneIsOut)
+{
+	for (int conserve = 0; conserve < 2; conserve++) {
+		SCOPED_TRACE(conserve);
+		cfg.retx_conserve = conserve;
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
+		for (uint32_t i = 0; i < 8; i++)
+			ASSERT_EQ(send(100 * US), 1 + i);
+		c->tx.cwnd_fp = VT_FP_ONE; // cut to one packet (incast)
+		vt_ack a = ack(1, 100 * US, 3);	// PSN 3 only
+		sack_set(a, 2);
+		ASSERT_EQ(on_ack(a, 130 * US), 0);
+		ASSERT_EQ(r.newly_lost, 0u);
+		c->tx.retx_credit = 0; // the ACK's delivery was spent
+		EXPECT_EQ(poll(130 * US), VT_TX_WAIT);
+		vt_tx_on_timer(c.get(), c->tx.reo_deadline);
+		ASSERT_EQ(c->tx.lost, 2u); // PSN 1 and 2
+		EXPECT_EQ(c->tx.inflight, 5u);
+		if (conserve) {
+			ASSERT_EQ(poll(150 * US), VT_TX_RETX);
+			EXPECT_EQ(d.psn, 1u);
+			EXPECT_EQ(d.cause, VT_CAUSE_RACK);
+		}
+		EXPECT_EQ(poll(150 * US), VT_TX_WAIT);
+		EXPECT_EQ(c->tx.lost, conserve ? 1u : 2u);
+	}
+}
+
+// retx_conserve: a loss the window holds back while every packet in
+// flight may be lost too is a tail loss: the probe (TLP) is armed, and
+// probes the last packet, whose ACK lets RACK find the rest.  Without it
+// (the kernel's profile) only the RTO would.
+TEST_F(Tx, ConservationProbesALossTheWindowHoldsBack)
+{
+	for (int conserve = 0; conserve < 2; conserve++) {
+		SCOPED_TRACE(conserve);
+		cfg.retx_conserve = conserve;
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
+		for (uint32_t i = 0; i < 8; i++)
+			ASSERT_EQ(send(100 * US), 1 + i);
+		c->tx.cwnd_fp = VT_FP_ONE;
+		vt_ack a = ack(1, 100 * US, 3);
+		sack_set(a, 2);
+		ASSERT_EQ(on_ack(a, 130 * US), 0);
+		c->tx.retx_credit = 0;
+		const uint64_t found = c->tx.reo_deadline;
+		vt_tx_on_timer(c.get(), found);
+		if (!conserve) {
+			EXPECT_EQ(c->tx.tlp_deadline, VT_NEVER);
+			continue;
+		}
+		ASSERT_EQ(poll(found), VT_TX_RETX); // the forced resend, PSN 1
+		ASSERT_EQ(poll(found), VT_TX_WAIT); // PSN 2 waits
+		ASSERT_NE(c->tx.tlp_deadline, VT_NEVER);
+		ASSERT_LT(c->tx.tlp_deadline, c->tx.rto_deadline);
+		const uint64_t pto = c->tx.tlp_deadline;
+		vt_tx_on_timer(c.get(), pto);
+		EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+		ASSERT_EQ(poll(pto), VT_TX_RETX);
+		EXPECT_EQ(d.psn, 8u);
+		EXPECT_EQ(d.cause, VT_CAUSE_TLP);
+		EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
+	}
+}

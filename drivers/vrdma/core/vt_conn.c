@@ -30,6 +30,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->path_penalty_ns = 50000;
 	cfg->path_reps = VT_REPS_MAX;
 	cfg->retx_conserve = 1;
+	cfg->ack_spray = 1;
 	cfg->plb_rounds = 5;
 	cfg->plb_cong_pct = 50;
 	cfg->swift_target_ns = 25000;
@@ -85,6 +86,7 @@ void vt_config_vm(struct vt_config *cfg)
 	 */
 	cfg->path_reps = 0;
 	cfg->retx_conserve = 0;
+	cfg->ack_spray = 0;
 	cfg->swift_pi_pct = 0;
 	cfg->swift_pace_mbps = 0;
 }
@@ -162,6 +164,7 @@ int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 	c->rx.high_psn = peer_psn - 1;
 	c->rx.ack_deadline = VT_NEVER;
 	c->rx.rwnd = cfg->rx_wnd;
+	c->rx.ack_rand = (remote_id * 0x9e3779b9U) ^ local_id ^ peer_psn;
 	c->rx.strict = !!(c->ops->flags & VT_CCF_GBN);
 	return 0;
 }

@@ -72,6 +72,12 @@ struct vt_config {
 	 * (REPS); 0 = one entropy per path slot
 	 */
 	u32 path_reps;
+	/*
+	 * each ACK its own pseudo-random entropy (vt_rx_ack_entropy), so
+	 * that a connection's ACKs spread over the paths instead of queueing
+	 * behind other flows' data on one; 0 = one entropy for all ACKs
+	 */
+	u32 ack_spray;
 	u32 plb_rounds;		/* congested rounds before repathing */
 	u32 plb_cong_pct;	/* % congested packets making a round bad */
 	/* Swift */
@@ -267,6 +273,7 @@ struct vt_tx {
 	u32 reps_rand;			/* xorshift state for fresh ones */
 	bool ack_clean;			/* the ACK in hand carried no CE */
 	u32 retx_credit;		/* resends the last ACK's deliveries allow */
+	bool retx_force;		/* one resend past a full window */
 	u16 reps[VT_REPS_MAX];
 	u32 path_cur, path_left;	/* the spray's path and packets left on it */
 	u32 round_end, round_pkts, round_cong, plb_bad;
@@ -320,6 +327,7 @@ struct vt_rx {
 	u8 nack;
 	u16 rnr_wait_us;
 	u32 rwnd;
+	u32 ack_rand;		/* ack_spray: xorshift state */
 	u64 rcvd[VT_WIN_WORDS];
 	u64 eom[VT_WIN_WORDS];
 };
@@ -417,6 +425,7 @@ void vt_rx_run_end(struct vt_conn *c, u32 pkts);
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
+u16 vt_rx_ack_entropy(struct vt_conn *c);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
 bool vt_rx_is_new(const struct vt_conn *c, u32 psn);
 int vt_rx_adopt_psn(struct vt_conn *c, u32 psn);

@@ -274,3 +274,27 @@ int vt_rx_adopt_psn(struct vt_conn *c, u32 psn)
 	rx->nack = VT_NACK_NONE;
 	return 0;
 }
+
+/*
+ * The entropy (UDP source port offset) for the ACK just built: with
+ * ack_spray a fresh pseudo-random one per ACK, else (and for go-back-N)
+ * 0: one path for all of a connection's ACKs.  On a fabric the data of a permutation loads
+ * to ~100 %, the ACKs of a connection on one path queue behind other
+ * flows' data there and read as congestion at the sender; sprayed, they
+ * meet the average queue.  A platform that does not call this sends
+ * every ACK on one path, as before.
+ */
+u16 vt_rx_ack_entropy(struct vt_conn *c)
+{
+	u32 x;
+
+	/* the go-back-N baseline stays rxe: one source port */
+	if (!c->cfg.ack_spray || (c->ops->flags & VT_CCF_GBN))
+		return 0;
+	x = c->rx.ack_rand ? c->rx.ack_rand : 0x9e3779b9U;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	c->rx.ack_rand = x;
+	return (u16)(x % VT_REPS_SPACE);
+}

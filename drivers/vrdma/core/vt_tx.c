@@ -159,7 +159,7 @@ static bool retx_allowed(const struct vt_conn *c)
 	const struct vt_tx *t = &c->tx;
 
 	return t->lost && (!t->inflight || t->inflight < vt_tx_wnd(c) ||
-			   t->retx_credit);
+			   t->retx_credit || t->retx_force);
 }
 
 static bool can_send(const struct vt_conn *c)
@@ -254,9 +254,15 @@ static void arm_timers(struct vt_conn *c, u64 now)
 	}
 	if (t->rto_deadline == VT_NEVER)
 		t->rto_deadline = VT_MAX(now, t->rnr_until) + vt_tx_rto(c);
-	/* no probe while retransmissions are pending or the RTO backs off */
-	if (is_gbn(c) || t->tlp_out || t->tlp_pending || t->lost ||
-	    t->backoff || t->tlp_deadline != VT_NEVER)
+	/*
+	 * no probe while retransmissions are pending or the RTO backs off;
+	 * but (retx_conserve) a loss the window holds back while nothing
+	 * in flight may still be delivered is a tail loss too: probe it
+	 */
+	if (is_gbn(c) || t->tlp_out || t->tlp_pending || t->backoff ||
+	    t->tlp_deadline != VT_NEVER)
+		return;
+	if (t->lost && (!c->cfg.retx_conserve || retx_allowed(c)))
 		return;
 	p = now + pto(c);
 	if (p < t->rto_deadline)
@@ -365,6 +371,33 @@ static void enter_recovery(struct vt_conn *c, u64 now)
 	/* remember what to restore if every retransmit proves spurious */
 	t->undo_cwnd_fp = t->cwnd_fp < before ? before : 0;
 	t->undo_retx = 0;
+}
+
+/*
+ * Losses were found (by an ACK or by RACK's timer).  When none of the
+ * flight's retransmissions is still out, one resend may leave past the
+ * window (retx_conserve), as PRR's forced fast retransmit (RFC 6937,
+ * Linux tcp_cwnd_reduction): a fan-in drops the tail of a first window,
+ * those packets fill a cut window as "in flight", nothing sent after
+ * them is left to be delivered, and the loss RACK's timer finds would
+ * otherwise wait for the RTO.  The resend's ACK restarts the clock: RACK
+ * then finds the rest, and each delivery lets one more go.  One per
+ * flight at a time, not one per lost packet: resends into the full queue
+ * that dropped the originals are lost again.
+ */
+static void loss_found(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	u32 psn;
+
+	if (c->cfg.retx_conserve && !is_gbn(c)) {
+		for (psn = t->snd_una; psn != t->snd_nxt; psn++)
+			if ((slot(t, psn)->flags & VT_PKT_INFLIGHT) &&
+			    slot(t, psn)->retx)
+				break;
+		t->retx_force = psn == t->snd_nxt;
+	}
+	enter_recovery(c, now);
 }
 
 /*
@@ -620,7 +653,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	if (r->acked_pkts || a->ce_count)
 		c->ops->on_ack(c, &s);
 	if (r->newly_lost)
-		enter_recovery(c, now);
+		loss_found(c, now);
 
 	if (a->ce_count || (s.has_delay && rtt > c->cfg.swift_target_ns))
 		congested = r->acked_pkts;
@@ -730,8 +763,11 @@ void vt_tx_on_timer(struct vt_conn *c, u64 now)
 
 	if (t->error)
 		return;
-	if (t->reo_deadline <= now && rack_detect(c, now))
-		enter_recovery(c, now);
+	if (t->reo_deadline <= now && rack_detect(c, now)) {
+		loss_found(c, now);
+		if (c->cfg.retx_conserve)
+			arm_timers(c, now);	/* the probe of arm_timers */
+	}
 	if (t->tlp_deadline <= now) {
 		t->tlp_deadline = VT_NEVER;
 		if (outstanding(t))
@@ -777,6 +813,7 @@ static void do_retx(struct vt_conn *c, u64 now, u32 psn, u8 cause,
 	}
 	if (t->retx_credit && t->inflight >= vt_tx_wnd(c))
 		t->retx_credit--;
+	t->retx_force = false;
 	if (!(p->flags & VT_PKT_INFLIGHT)) {
 		p->flags |= VT_PKT_INFLIGHT;
 		t->inflight++;
