@@ -4,7 +4,8 @@
 # A workload for scripts/vm/profile: the bench's single-namespace wire and a
 # few of its figures, each phase marked "##prof LABEL" so the profile tells
 # them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
-# vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages); PROF_SECONDS
+# vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages,
+# read and read1m); PROF_SECONDS
 # (default 8) per phase.
 # PROF_NETEM="loss 5%" puts netem on both ends of the wire.
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
@@ -112,6 +113,8 @@ for px in $plan; do
 	case "$what" in
 	write) perftest "$t" "$x" ib_write_bw -s 65536 -D "$secs" --report_gbits ;;
 	write1m) perftest "$t" "$x" ib_write_bw -s 1048576 -D "$secs" --report_gbits ;;
+	read) perftest "$t" "$x" ib_read_bw -s 65536 -D "$secs" --report_gbits ;;
+	read1m) perftest "$t" "$x" ib_read_bw -s 1048576 -D "$secs" --report_gbits ;;
 	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
 	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
 	esac
