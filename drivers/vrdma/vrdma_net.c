@@ -233,13 +233,15 @@ static bool vrdma_rxq_add(struct vrdma_rxq *q, struct sk_buff *skb,
  */
 static bool vrdma_rx_handoff(struct sock *sk, struct sk_buff *skb)
 {
-	struct vrdma_rxs *rxs = vrdma_rxs_of(sk);
+	struct vrdma_rxs *rxs;
 	u8 buf[2];		/* version and opcode */
 	const void *p;
 	int op;
 
+	/* off (the default): nothing on the receive path but this test */
 	if (!READ_ONCE(rx_handoff) || num_online_cpus() < 2)
 		return false;
+	rxs = vrdma_rxs_of(sk);
 	p = skb_header_pointer(skb, 0, sizeof(buf), buf);
 	op = p ? vt_pkt_opcode(p, sizeof(buf)) : -1;
 	if (op < 0)

@@ -42,6 +42,17 @@ struct Tx : ::testing::Test {
 		ASSERT_EQ(on_ack(ack(p + 1, 0, p), 20 * US), 0);
 		ASSERT_EQ(c->tx.srtt, 20 * US);
 	}
+	// warmed up, packets 1..8 sent at 100 us, then the window cut to one
+	// packet, as a fan-in cuts a first window
+	void eight_out_cut_to_one()
+	{
+		init();
+		warm_up();
+		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
+		for (uint32_t i = 0; i < 8; i++)
+			ASSERT_EQ(send(100 * US), 1 + i);
+		c->tx.cwnd_fp = VT_FP_ONE;
+	}
 };
 
 } // namespace
@@ -999,12 +1010,7 @@ TEST_F(Tx, ConservationResendsALossPastAFullWindow)
 	for (int conserve = 0; conserve < 2; conserve++) {
 		SCOPED_TRACE(conserve);
 		cfg.retx_conserve = conserve;
-		init();
-		warm_up();
-		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
-		for (uint32_t i = 0; i < 8; i++)
-			ASSERT_EQ(send(100 * US), 1 + i);
-		c->tx.cwnd_fp = VT_FP_ONE; // cut to one packet (incast)
+		eight_out_cut_to_one();
 		vt_ack a = ack(2, 100 * US, 3);	// PSN 1 and 3, not 2
 		sack_set(a, 1);
 		ASSERT_EQ(on_ack(a, 130 * US), 0);
@@ -1102,12 +1108,7 @@ TEST_F(Tx, ConservationForcesOneResendWhenNoneIsOut)
 	for (int conserve = 0; conserve < 2; conserve++) {
 		SCOPED_TRACE(conserve);
 		cfg.retx_conserve = conserve;
-		init();
-		warm_up();
-		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
-		for (uint32_t i = 0; i < 8; i++)
-			ASSERT_EQ(send(100 * US), 1 + i);
-		c->tx.cwnd_fp = VT_FP_ONE; // cut to one packet (incast)
+		eight_out_cut_to_one();
 		vt_ack a = ack(1, 100 * US, 3);	// PSN 3 only
 		sack_set(a, 2);
 		ASSERT_EQ(on_ack(a, 130 * US), 0);
@@ -1136,12 +1137,7 @@ TEST_F(Tx, ConservationProbesALossTheWindowHoldsBack)
 	for (int conserve = 0; conserve < 2; conserve++) {
 		SCOPED_TRACE(conserve);
 		cfg.retx_conserve = conserve;
-		init();
-		warm_up();
-		ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 8000), 0);
-		for (uint32_t i = 0; i < 8; i++)
-			ASSERT_EQ(send(100 * US), 1 + i);
-		c->tx.cwnd_fp = VT_FP_ONE;
+		eight_out_cut_to_one();
 		vt_ack a = ack(1, 100 * US, 3);
 		sack_set(a, 2);
 		ASSERT_EQ(on_ack(a, 130 * US), 0);

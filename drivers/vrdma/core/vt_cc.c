@@ -159,6 +159,18 @@ static bool swift_window_used(const struct vt_conn *c,
 }
 
 /*
+ * The additive increase for @acked packets: ai per window above one
+ * packet, ai per acked packet below it.
+ */
+static u64 swift_ai(const struct vt_conn *c, u64 cwnd, u32 acked)
+{
+	if (cwnd >= VT_FP_ONE)
+		return vt_div64((u64)c->cfg.swift_ai_fp * acked * VT_FP_ONE,
+				cwnd);
+	return (u64)c->cfg.swift_ai_fp * acked;
+}
+
+/*
  * Competitive mode (Copa's, in Swift's terms).  A delay-based flow next to a
  * loss-based one (TCP CUBIC) cuts on a queue the other keeps filling: its
  * window falls to the floor while the queue stands, and it keeps a percent
@@ -210,11 +222,8 @@ static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
 	c->tx.cc.swift.low_delay = false;	/* a loss is congestion */
 	if (c->tx.cc.swift.compete_ss)
 		cwnd += (u64)s->acked_pkts * VT_FP_ONE;
-	else if (cwnd >= VT_FP_ONE)
-		cwnd += vt_div64((u64)c->cfg.swift_ai_fp * s->acked_pkts *
-				 VT_FP_ONE, cwnd);
 	else
-		cwnd += (u64)c->cfg.swift_ai_fp * s->acked_pkts;
+		cwnd += swift_ai(c, cwnd, s->acked_pkts);
 	cwnd_clamp(c, cwnd);
 	return true;
 }
@@ -263,11 +272,7 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 			return;
 		if (!swift_window_used(c, s))
 			return;
-		if (cwnd >= VT_FP_ONE)
-			cwnd += vt_div64((u64)cfg->swift_ai_fp * s->acked_pkts *
-					 VT_FP_ONE, cwnd);
-		else
-			cwnd += (u64)cfg->swift_ai_fp * s->acked_pkts;
+		cwnd += swift_ai(c, cwnd, s->acked_pkts);
 		/*
 		 * NSCC's proportional increase: far below target the window
 		 * grows by up to pi_pct % of the acked packets (per RTT, of
