@@ -55,6 +55,7 @@ enum vrdma_counter {
 	VRDMA_CNT_RX_UC_DROP,	/* UC: messages lost (a PSN gap, no WQE, ...) */
 	VRDMA_CNT_RETX_RESP_GONE, /* resent READ response whose MR is gone */
 	VRDMA_CNT_RX_HANDOFF,	/* skbs a hand-off worker processed */
+	VRDMA_CNT_CLOSED_ACKS,	/* ACKs a closed RC QP gave its old peer */
 	VRDMA_CNT_MAX
 };
 

@@ -432,6 +432,26 @@ static struct vrdma_rc_conn *vrdma_rc_rx_conn(struct vrdma_dev *vdev,
 }
 
 /*
+ * A packet for a closed connection: @rc in ERR (its lock held), or none
+ * (destroyed, reset, never there). A retransmission of data it received
+ * is acknowledged (vrdma_rc_grave.c); anything else is dropped.
+ */
+static void vrdma_rc_rx_closed(struct vrdma_dev *vdev, struct sk_buff *skb,
+			       const struct vt_data_hdr *dh,
+			       struct vrdma_rc_conn *rc)
+{
+	bool sent = false;
+
+	if (dh && !rc)
+		sent = vrdma_grave_rx(vdev, skb, dh);
+	else if (dh && vrdma_route_from_peer(&rc->route, skb))
+		sent = vrdma_grave_ack(vdev, &rc->route, rc->qp->ibqp.qp_num,
+				       rc->dest_qpn, vt_rx_cum_psn(rc->vt), dh);
+	if (!sent)
+		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+}
+
+/*
  * A decoded packet for this device, from softirq. Exactly one of @dh and
  * @ack is set. Consumes nothing: the caller frees @skb, and ends the run
  * with vrdma_rc_rx_flush().
@@ -445,11 +465,11 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 
 	b->data += !!dh;
 	if (!rc)
-		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+		vrdma_rc_rx_closed(vdev, skb, dh, NULL);
 	else if (rc->dead && dh && rc->resp.nack && vrdma_route_from_peer(&rc->route, skb))
 		vrdma_resp_replay_nack(rc, dh);	/* in ERR after a fatal NACK */
 	else if (rc->dead)
-		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
+		vrdma_rc_rx_closed(vdev, skb, dh, rc);
 	else if (!vrdma_route_from_peer(&rc->route, skb))
 		vrdma_count(vdev, VRDMA_CNT_RX_BAD_PEER, 1);
 	else if (dh)
@@ -662,6 +682,9 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp)
 	if (!rc)
 		return;
 	spin_lock_bh(&rc->lock);
+	/* the ACK owed for what arrived: the peer may wait on it */
+	if (!rc->dead && vt_rx_next_wakeup(rc->vt) != VT_NEVER)
+		vrdma_resp_send_ack(rc, vrdma_rc_now());
 	rc->dead = true;
 	vrdma_resp_flush_srq(rc);
 	vrdma_rc_unlock_bh(rc);
@@ -676,6 +699,7 @@ void vrdma_rc_destroy(struct vrdma_qp *qp)
 	if (!rc)
 		return;
 	vrdma_rc_quiesce(qp);
+	vrdma_grave_add(qp, rc);
 	WRITE_ONCE(qp->rc, NULL);
 	/*
 	 * Receive paths that found it are done. Expedited: a normal grace

@@ -259,6 +259,16 @@ u32 vrdma_rc_payload(struct vrdma_qp *qp, int family);
 bool vrdma_route_from_peer(const struct vrdma_route *r,
 			   const struct sk_buff *skb);
 
+/* vrdma_rc_grave.c: what a closed connection still answers */
+struct vrdma_verbs_dev;
+bool vrdma_grave_ack(struct vrdma_dev *vdev, struct vrdma_route *r, u32 qpn,
+		     u32 dest_qpn, u32 epsn, const struct vt_data_hdr *dh);
+bool vrdma_grave_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
+		    const struct vt_data_hdr *dh);
+void vrdma_grave_add(struct vrdma_qp *qp, struct vrdma_rc_conn *rc);
+void vrdma_graves_init(struct vrdma_verbs_dev *vd);
+void vrdma_graves_cleanup(struct vrdma_verbs_dev *vd);
+
 /* vrdma_rc_req.c: the requester */
 void vrdma_req_take_sq(struct vrdma_rc_conn *rc);
 bool vrdma_req_sq_owed(const struct vrdma_rc_conn *rc);

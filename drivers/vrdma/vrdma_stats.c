@@ -38,6 +38,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_UC_DROP].name = "rx_uc_msgs_dropped",
 	[VRDMA_CNT_RETX_RESP_GONE].name = "retx_read_resp_mr_gone",
 	[VRDMA_CNT_RX_HANDOFF].name = "rx_handed_off",
+	[VRDMA_CNT_CLOSED_ACKS].name = "closed_acks",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -14,6 +14,7 @@
 
 #include "vrdma.h"
 #include "vrdma_verbs.h"
+#include "vrdma_rc.h"
 #include "rdma/vrdma-abi.h"
 #include "vrdma_abi_check.h"
 
@@ -312,6 +313,7 @@ int vrdma_verbs_dev_init(struct vrdma_dev *vdev)
 	xa_init_flags(&vd->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vd->mr_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vd->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	vrdma_graves_init(vd);
 	/* start MR and QP numbering at random points */
 	vd->next_mr = get_random_u32() & 0xffffff;
 	vd->next_qpn = VRDMA_QPN_MIN + (get_random_u32() & 0xffff);
@@ -331,6 +333,7 @@ void vrdma_verbs_dev_cleanup(struct vrdma_dev *vdev)
 	xa_destroy(&vd->qp_xa);
 	xa_destroy(&vd->mr_xa);
 	xa_destroy(&vd->ah_xa);
+	vrdma_graves_cleanup(vd);
 	kfree(vd);
 	vdev->priv = NULL;
 }

@@ -7,6 +7,7 @@
 
 #include <linux/skbuff.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -46,6 +47,10 @@ struct vrdma_verbs_dev {
 	struct xarray qp_xa;		/* qp_num -> vrdma_qp */
 	struct xarray mr_xa;		/* key index -> vrdma_mr */
 	struct xarray ah_xa;		/* ah_num -> vrdma_ah */
+	/* qp_num -> what a closed RC connection answers (vrdma_rc_grave.c) */
+	struct xarray grave_xa;
+	struct delayed_work grave_gc;
+	atomic_t n_graves;
 	u32 next_qpn;
 	u32 next_mr;
 	u32 next_ah;

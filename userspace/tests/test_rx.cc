@@ -464,3 +464,53 @@ TEST_F(Rx, AckSprayGivesEachAckItsOwnEntropy)
 	ack(1000);
 	EXPECT_EQ(vt_rx_ack_entropy(c.get()), 0u);
 }
+
+// The receiver's last ACK is lost and it closes: the sender's retransmission
+// is answered from where the receive side stopped, and the message completes
+// (vrdma_rc_grave.c); what never arrived is not acknowledged.
+TEST_F(Rx, AClosedReceiverAcksOnlyWhatItHad)
+{
+	cfg.mtu = 1000;
+	init();
+	auto s = make_conn(cfg, 0, 0);
+	ASSERT_TRUE(s);
+	ASSERT_EQ(vt_tx_enqueue(s.get(), 0, 3000), 0);
+	vt_tx_decision d;
+	std::vector<vt_data_hdr> sent;
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(vt_tx_poll(s.get(), 100, &d), VT_TX_SEND);
+		sent.push_back(data_hdr(d.psn, d.len, d.flags, d.ts, d.path));
+		vt_rx_on_data(c.get(), 200, &sent.back(), false, 0, &v);
+	}
+	EXPECT_EQ(v.msgs_done, 1u);
+	ack(300); // ... and lost; the receiver closes
+	uint32_t epsn = vt_rx_cum_psn(c.get());
+	EXPECT_EQ(epsn, 3u);
+	EXPECT_TRUE(vt_rx_accepted(c.get()));
+
+	vt_ack a;
+	vt_data_hdr later = data_hdr(3, 1000, 0, 400, 0);
+	EXPECT_FALSE(vt_rx_closed_ack(epsn, 7, &later, &a)); // never arrived
+	vt_ack_result r;
+	uint64_t t = vt_tx_next_wakeup(s.get());
+	vt_tx_on_timer(s.get(), t);
+	ASSERT_EQ(vt_tx_poll(s.get(), t, &d), VT_TX_RETX);
+	vt_data_hdr again = data_hdr(d.psn, d.len, d.flags | VT_F_RETX, d.ts,
+				     d.path);
+	ASSERT_TRUE(vt_rx_closed_ack(epsn, 7, &again, &a));
+	EXPECT_EQ(a.opcode, VT_OP_ACK);
+	EXPECT_EQ(a.dst_conn, 7u);
+	EXPECT_EQ(a.cum_psn, 3u);
+	EXPECT_EQ(a.trig_psn, d.psn);
+	EXPECT_EQ(a.echo_ts, d.ts);
+	EXPECT_EQ(a.flags, VT_AF_DUP);
+	EXPECT_EQ(a.rwnd, 1);
+	ASSERT_EQ(vt_tx_on_ack(s.get(), t + 50, &a, &r), 0);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_TRUE(vt_tx_idle(s.get()));
+
+	// an ACK or a NACK is not data: never answered
+	vt_data_hdr nd = again;
+	nd.opcode = VT_OP_ACK;
+	EXPECT_FALSE(vt_rx_closed_ack(epsn, 7, &nd, &a));
+}

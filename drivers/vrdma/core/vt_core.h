@@ -430,6 +430,10 @@ void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);
 bool vt_rx_is_new(const struct vt_conn *c, u32 psn);
 int vt_rx_adopt_psn(struct vt_conn *c, u32 psn);
 void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us);
+bool vt_rx_closed_ack(u32 epsn, u32 remote_id, const struct vt_data_hdr *h,
+		      struct vt_ack *a);
+u32 vt_rx_cum_psn(const struct vt_conn *c);
+bool vt_rx_accepted(const struct vt_conn *c);
 
 /* ---- telemetry ---- */
 void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals);

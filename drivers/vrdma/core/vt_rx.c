@@ -193,6 +193,44 @@ void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd)
 	c->rx.rwnd = VT_MAX(1U, VT_MIN(rwnd, c->cfg.rx_wnd));
 }
 
+/*
+ * The ACK a closed connection, whose receive side stopped at @epsn, gives
+ * a data packet @h of its former peer: everything before @epsn arrived,
+ * so a retransmission of it is acknowledged, as TCP's TIME_WAIT answers a
+ * retransmitted FIN (the last ACK may have been lost after the
+ * application closed). False for anything else, which stays unanswered.
+ * A window of one packet: new data has nowhere to go, and it is the
+ * sender's retry count, not a closed window, that ends it.
+ */
+bool vt_rx_closed_ack(u32 epsn, u32 remote_id, const struct vt_data_hdr *h,
+		      struct vt_ack *a)
+{
+	if (!vt_op_is_data(h->opcode) || !vt_psn_lt(h->psn, epsn))
+		return false;
+	memset(a, 0, sizeof(*a));
+	a->opcode = VT_OP_ACK;
+	a->flags = VT_AF_DUP;
+	a->echo_path = h->path;
+	a->dst_conn = remote_id;
+	a->cum_psn = epsn;
+	a->trig_psn = h->psn;
+	a->echo_ts = h->tx_ts;
+	a->rwnd = 1;
+	return true;
+}
+
+/* Where the receive side stands: every PSN before this one arrived. */
+u32 vt_rx_cum_psn(const struct vt_conn *c)
+{
+	return c->rx.epsn;
+}
+
+/* Some packet was accepted since the connection started. */
+bool vt_rx_accepted(const struct vt_conn *c)
+{
+	return c->rx.accepted;
+}
+
 /* The wait advertised in RNR NACKs (us); 0 lets the sender choose. */
 void vt_rx_set_rnr_wait(struct vt_conn *c, u16 wait_us)
 {
