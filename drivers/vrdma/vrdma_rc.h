@@ -45,9 +45,12 @@
 /*
  * Messages a connection keeps track of at once, per direction: the sender
  * never has more unacknowledged messages than this, so the receiver's
- * message table (indexed by msg_id modulo this) cannot alias.
+ * message table (indexed by msg_id modulo this) cannot alias. A power of
+ * two. 64: the three tables it sizes (tmsg, srq_rqe, rmsg) were 69 KB of
+ * every QP at 256, and 64 B ib_send_bw runs as fast with 64 (A/B in
+ * docs/benchmarks.md, "Memory").
  */
-#define VRDMA_RC_MSGS		256
+#define VRDMA_RC_MSGS		64
 #define VRDMA_RC_READS		16	/* VRDMA_MAX_RD_ATOMIC */
 
 enum vrdma_swqe_state {

@@ -369,6 +369,8 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
 	EXPECT_EQ(vm.path_burst, 16u);
 	EXPECT_EQ(vm.tx_defer_pkts, 16u);	// one batch per ACK
+	EXPECT_EQ(vm.max_wnd, 256u);	// the kernel's rings hold 256 (Kbuild)
+	EXPECT_EQ(vm.rx_wnd, 256u);
 	// the 2026-12-02 datacenter mechanisms are not (yet) the kernel's
 	EXPECT_EQ(vm.path_reps, 0u);
 	EXPECT_EQ(vm.swift_pi_pct, 0u);
@@ -382,6 +384,8 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vm.ack_delay_ns = dc.ack_delay_ns;
 	vm.path_burst = dc.path_burst;
 	vm.tx_defer_pkts = dc.tx_defer_pkts;
+	vm.max_wnd = dc.max_wnd;
+	vm.rx_wnd = dc.rx_wnd;
 	vm.path_reps = dc.path_reps;
 	vm.swift_pi_pct = dc.swift_pi_pct;
 	vm.swift_pace_mbps = dc.swift_pace_mbps;

@@ -72,6 +72,12 @@ void vt_config_default(struct vt_config *cfg)
 void vt_config_vm(struct vt_config *cfg)
 {
 	vt_config_default(cfg);
+	/*
+	 * 256-packet windows both ways (the default profile's max_wnd):
+	 * the kernel builds its rings for no more (Kbuild's VT_WIN).
+	 */
+	cfg->max_wnd = 256;
+	cfg->rx_wnd = 256;
 	cfg->swift_queue_delay = 1;
 	cfg->swift_target_ns = 100000;
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
