@@ -451,8 +451,9 @@ TEST_F(Rx, AckSprayGivesEachAckItsOwnEntropy)
 				EXPECT_EQ(distinct, 1u);
 				EXPECT_EQ(e.back(), 0u);
 			}
-			if (run)
+			if (run) {
 				EXPECT_EQ(e, seq[spray]); // same connection, same entropies
+			}
 			seq[spray] = e;
 		}
 	}
