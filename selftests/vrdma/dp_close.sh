@@ -11,7 +11,9 @@
 # vrdma header: opcode ACK, a receive window other than the single packet
 # a closed QP advertises), so the client's last SEND is acknowledged only
 # once the server's QP is gone: the client must finish without an error,
-# and the server's closed_acks counter shows who answered.
+# and the server's closed_acks counter shows who answered. Then the same
+# from a responder QP moved to ERR, as rdma_disconnect() does (dp_close.py,
+# pyverbs).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
@@ -43,10 +45,29 @@ else
 	ktap_fail "the last SEND completes though only the closed QP acknowledged it"
 fi
 after=$(dp_counter vrdma1 closed_acks)
-diag "closed_acks $before -> $after; $(ip netns exec "$H1" tc -s filter show dev "$H1_IF" parent 1: | grep -c 'Sent')"
 if [ "${after:-0}" -gt "${before:-0}" ]; then
 	ktap_ok "counted in closed_acks (+$((after - before)))"
 else
 	ktap_fail "counted in closed_acks"
+fi
+
+# The same from a QP in ERR (dp_close.py): vrdma2's SEND, received by
+# vrdma1, acknowledged only once vrdma1's QP entered ERR.
+if python3 -c "import pyverbs" 2>/dev/null; then
+	before=$after
+	timeout 60 python3 "$(dirname "$0")/dp_close.py" vrdma2 "$G2" vrdma1 "$G1" \
+		>"$DP_OUT" 2>&1
+	rc=$?
+	sed 's/^/# /' "$DP_OUT"
+	ktap_result "$([ $rc -eq 0 ] && echo 0 || echo 1)" \
+		"a SEND acknowledged by its responder in ERR completes (dp_close.py)"
+	after=$(dp_counter vrdma1 closed_acks)
+	if [ "${after:-0}" -gt "${before:-0}" ]; then
+		ktap_ok "counted in closed_acks (+$((after - before)))"
+	else
+		ktap_fail "counted in closed_acks, ERR"
+	fi
+else
+	ktap_skip "a SEND acknowledged by its responder in ERR: no python3-pyverbs"
 fi
 ktap_finished
