@@ -14,6 +14,7 @@
  */
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
+#include <net/inet_ecn.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -63,6 +64,17 @@ MODULE_PARM_DESC(fill_mtu, "RC QPs whose path MTU is the port's active MTU send 
 static bool zcopy;
 module_param(zcopy, bool, 0644);
 MODULE_PARM_DESC(zcopy, "RC packets carry payload from user MRs as page fragments, without a copy (experimental, default N)");
+
+/*
+ * ECN-capable transport: an AQM that marks (fq_codel, the default qdisc of
+ * a systemd host's NIC queues; fq_codel or fq with ECN on a shared
+ * bottleneck) marks an RC packet CE instead of dropping it, and Swift
+ * answers the marks (swift_use_ecn). UD and UC, which have no congestion
+ * control, stay Not-ECT.
+ */
+static bool ecn = true;
+module_param(ecn, bool, 0644);
+MODULE_PARM_DESC(ecn, "RC packets are sent ECT(0), so an ECN-marking qdisc marks them instead of dropping (default Y)");
 
 bool vrdma_rc_zcopy(void)
 {
@@ -586,6 +598,8 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	if (rv)
 		goto err;
 	vrdma_net_route_init(&rc->route);	/* without it: a lookup per packet */
+	if (READ_ONCE(ecn))	/* the application's DSCP stays */
+		rc->route.tos = (rc->route.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
 	rc->route.defer = &rc->txq;	/* sent by vrdma_rc_unlock() */
 
 	vrdma_rc_config(qp, rc->route.family, &cfg);

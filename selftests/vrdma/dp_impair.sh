@@ -4,7 +4,8 @@
 # The same RC traffic on an impaired wire (netem on both ends): loss 1% and
 # 5%, delay with jitter, 25% reordering, duplication, corruption. Every run
 # must complete with the received data validated (ibv_rc_pingpong -c) and
-# RDMA WRITE / READ must move their bytes.
+# RDMA WRITE / READ must move their bytes. Then ECN: RC packets are ECT(0),
+# so an fq_codel with ECN marks them CE, and both ends count the marks.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 require_root
@@ -33,5 +34,40 @@ for cond in "loss 1%" "loss 5%" "delay 2ms 1ms" "delay 1ms reorder 25% 50%" \
 	done
 done
 dp_netem ""
+
+# ECN (module parameter ecn, default Y): RC packets leave ECT(0), so an
+# fq_codel with ECN under a 20 Mbit/s token bucket on the sender's egress
+# marks them CE instead of dropping; the receiver counts the marks
+# (cc_ce_marked) and the sender the echoes (cc_ce_echoed). With ecn=0 the
+# same qdisc must mark nothing (it drops).
+ecn_run() {
+	local m0 e0 m1 e1
+	read -r m0 < <(dp_counters vrdma1 cc_ce_marked)
+	read -r e0 < <(dp_counters vrdma2 cc_ce_echoed)
+	if ! dp_pair 150 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -n 150 --report_gbits -- \
+		ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -n 150 --report_gbits "$H1_IP"; then
+		ktap_fail "ecn=$1: ib_write_bw 64 KB x150 through fq_codel"
+		return
+	fi
+	read -r m1 < <(dp_counters vrdma1 cc_ce_marked)
+	read -r e1 < <(dp_counters vrdma2 cc_ce_echoed)
+	diag "ecn=$1: cc_ce_marked +$((m1 - m0)), cc_ce_echoed +$((e1 - e0))"
+	if [ "$1" = 1 ]; then
+		[ $((m1 - m0)) -gt 0 ] && [ $((e1 - e0)) -gt 0 ]
+	else
+		[ $((m1 - m0)) -eq 0 ]
+	fi
+	ktap_result $? "ecn=$1: ib_write_bw through fq_codel ecn, CE marks $([ "$1" = 1 ] && echo counted || echo none)"
+}
+if ip netns exec "$H2" tc qdisc replace dev "$H2_IF" root handle 1: tbf rate 20mbit burst 64kb latency 100ms &&
+   ip netns exec "$H2" tc qdisc replace dev "$H2_IF" parent 1:1 fq_codel ecn target 1ms interval 10ms; then
+	ecn_run 1
+	echo 0 >/sys/module/vrdma/parameters/ecn
+	ecn_run 0
+	echo 1 >/sys/module/vrdma/parameters/ecn
+	ip netns exec "$H2" tc qdisc del dev "$H2_IF" root
+else
+	ktap_skip "ECN marks: no tbf/fq_codel"
+fi
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
 ktap_finished
