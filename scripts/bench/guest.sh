@@ -425,11 +425,23 @@ emit() {
 }
 
 # ---- fairness: one RDMA flow and one TCP stream on a shaped link -------
+# BENCH_FAIR_QDISC: netem (default: netem's rate, a queue of 1000 skbs,
+# which TSO makes megabytes) or fq_codel (a token bucket at the rate with
+# fq_codel and ECN marking under it: the AQM issue 18 offers the host).
 FAIR_RATE=${BENCH_FAIR_RATE:-100mbit}
+FAIR_QDISC=${BENCH_FAIR_QDISC:-netem}
+fair_shape() {
+	if [ "$FAIR_QDISC" = fq_codel ]; then
+		tc qdisc replace dev "$1" root handle 1: tbf rate "$FAIR_RATE" burst 128kb latency 100ms &&
+			tc qdisc replace dev "$1" parent 1:1 fq_codel ecn
+	else
+		tc qdisc replace dev "$1" root netem rate "$FAIR_RATE" limit 1000
+	fi
+}
 fairness() {
 	local status rv tv note
-	tc qdisc replace dev "$W1_IF" root netem rate "$FAIR_RATE" limit 1000
-	tc qdisc replace dev "$W2_IF" root netem rate "$FAIR_RATE" limit 1000
+	fair_shape "$W1_IF"
+	fair_shape "$W2_IF"
 	local fd=$((D * 2))
 	rm -f "$tmp"/f.*
 	timeout -k 3 $((fd + 25)) iperf3 -s -1 -B "$SRV_IP" -p 5299 >"$tmp/f.isrv" 2>&1 &
@@ -445,7 +457,7 @@ fairness() {
 	port=$((port + 1))
 	rv=$(awk -v w=$((fd - 2 * MARGIN)) '$1 == 65536 && NF >= 5 { v = sprintf("%.4f", $2 * 65536 * 8 / w / 1e9) } END { print v }' "$tmp/f.rcli")
 	tv=$(grep receiver "$tmp/f.icli" | tail -n 1 | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.4f", v / 1000 }')
-	status=ok note="link shaped to $FAIR_RATE both ways; $fd s"
+	status=ok note="link shaped to $FAIR_RATE both ways ($FAIR_QDISC); $fd s"
 	[ -n "$rv" ] && [ -n "$tv" ] || { status=fail; note="$note; rdma rc $rrc ($(why "$tmp/f.rcli")); iperf3 rc $irc ($(why "$tmp/f.icli"))"; }
 	[ "$rrc" = 124 ] && status=timeout
 	emit "$cond,$T,fair,ib_write_bw,65536,1,$status,$rv,Gb/s,,,,,,,$fd,$note"
