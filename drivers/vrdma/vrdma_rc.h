@@ -297,6 +297,8 @@ void vrdma_req_resp_done(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm);
 /* vrdma_rc_resp.c: the responder */
 void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 			const struct vt_data_hdr *h, u64 now);
+void vrdma_resp_xmit_ack_on(struct vrdma_dev *vdev, struct vrdma_route *r,
+			    u32 qpn, const struct vt_ack *a);
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_resp_replay_nack(struct vrdma_rc_conn *rc,
 			    const struct vt_data_hdr *h);

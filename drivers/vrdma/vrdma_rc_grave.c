@@ -43,20 +43,12 @@ struct vrdma_grave {
 bool vrdma_grave_ack(struct vrdma_dev *vdev, struct vrdma_route *r, u32 qpn,
 		     u32 dest_qpn, u32 epsn, const struct vt_data_hdr *dh)
 {
-	struct sk_buff *skb;
 	struct vt_ack a;
 
 	if (!vt_rx_closed_ack(epsn, dest_qpn, dh, &a))
 		return false;
-	skb = vrdma_net_alloc_skb(vdev, r, VT_ACK_LEN);
-	if (!skb)
-		return true;
-	if (vt_ack_encode(&a, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
-		kfree_skb(skb);
-		return true;
-	}
 	vrdma_count(vdev, VRDMA_CNT_CLOSED_ACKS, 1);
-	vrdma_net_xmit(vdev, r, vrdma_net_sport(qpn, 0), skb);
+	vrdma_resp_xmit_ack_on(vdev, r, qpn, &a);
 	return true;
 }
 

@@ -33,22 +33,30 @@
 
 /* ---- ACKs and NACKs ---------------------------------------------------- */
 
-/* Send an ACK or NACK; a lost one is recovered by the sender's timers. */
-static void vrdma_resp_xmit_ack(struct vrdma_rc_conn *rc,
-				const struct vt_ack *a)
+/*
+ * Send an ACK or NACK for QP @qpn on @r; a lost one is recovered by the
+ * sender's timers. Also what a closed connection answers with
+ * (vrdma_rc_grave.c), from a route that outlived the QP.
+ */
+void vrdma_resp_xmit_ack_on(struct vrdma_dev *vdev, struct vrdma_route *r,
+			    u32 qpn, const struct vt_ack *a)
 {
-	struct vrdma_dev *vdev = rc->qp->vdev;
 	struct sk_buff *skb;
 
-	skb = vrdma_net_alloc_skb(vdev, &rc->route, VT_ACK_LEN);
+	skb = vrdma_net_alloc_skb(vdev, r, VT_ACK_LEN);
 	if (!skb)
 		return;
 	if (vt_ack_encode(a, skb_put(skb, VT_ACK_LEN), VT_ACK_LEN) < 0) {
 		kfree_skb(skb);
 		return;
 	}
-	vrdma_net_xmit(vdev, &rc->route, vrdma_net_sport(rc->qp->ibqp.qp_num, 0),
-		       skb);
+	vrdma_net_xmit(vdev, r, vrdma_net_sport(qpn, 0), skb);
+}
+
+static void vrdma_resp_xmit_ack(struct vrdma_rc_conn *rc,
+				const struct vt_ack *a)
+{
+	vrdma_resp_xmit_ack_on(rc->qp->vdev, &rc->route, rc->qp->ibqp.qp_num, a);
 }
 
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)

@@ -25,17 +25,11 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 
+from pv_tap import Tap
+
 BUF = 64 * 1024
 DEPTH = 64
-n_test = 0
-failed = 0
-
-
-def tap(ok, what):
-    global n_test, failed
-    n_test += 1
-    failed += not ok
-    print(f"{'ok' if ok else 'not ok'} {n_test} {what}", flush=True)
+tap = Tap()
 
 
 class End:
@@ -226,8 +220,8 @@ def main():
             3000, 1)
         too_long(c, d, 2)
         one(c, d, "SEND after the drop (SRQ)", e.IBV_WR_SEND, 100, 3)
-    print(f"# {n_test} tests, {failed} failed")
-    return 1 if failed else 0
+    print(f"# {tap.n} tests, {tap.failed} failed")
+    return tap.status()
 
 
 if __name__ == "__main__":
