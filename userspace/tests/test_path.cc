@@ -240,6 +240,37 @@ TEST(Plb, RepathsAfterCongestedRounds)
 	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 2u);
 }
 
+// The VM profile reads delay as Swift does, the standing queue: a steady
+// RTT far above the 100 us target is a host's, not a congested path's.
+TEST(Plb, VmProfileRepathsOnQueueNotOnRtt)
+{
+	vt_config cfg;
+	vt_config_vm(&cfg);
+	cfg.num_paths = 1;
+	cfg.mtu = 1000;
+	cfg.tx_defer_pkts = 0;
+	auto c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	vt_tx_decision d;
+	vt_ack_result r;
+	uint64_t now = 0;
+	auto round = [&](bool ce) {
+		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
+		now += 800 * US;
+		vt_ack a = ack(d.psn + 1, now - 800 * US, d.psn);
+		a.ce_count = ce ? 1 : 0;
+		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
+	};
+	for (int i = 0; i < 12; i++)
+		round(false);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 0u);
+	EXPECT_EQ(vt_path_entropy(c.get(), 0), 0);
+	for (int i = 0; i < 5; i++)
+		round(true);
+	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 1u);
+	EXPECT_EQ(vt_path_entropy(c.get(), 0), 1);
+}
+
 TEST(Plb, TimeoutRepathsASinglePath)
 {
 	vt_config cfg = cfg_default(VT_CC_SWIFT, 1);

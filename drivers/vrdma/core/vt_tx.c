@@ -522,6 +522,21 @@ static void on_nack(struct vt_conn *c, u64 now, const struct vt_ack *a)
 	}
 }
 
+/*
+ * PLB's delay signal: an RTT above the target, or, in queue-delay mode,
+ * what Swift's ACK just decided (the standing queue against the
+ * jitter-raised target). A VM's raw RTT is mostly its host's scheduling,
+ * above 100 us on every round: PLB moved a single path to a new source
+ * port every five rounds for no queue at all (131 ports in one 20 MB
+ * transfer in the QEMU guest), a new flow each time to a qdisc.
+ */
+static bool delay_congested(const struct vt_conn *c, u64 rtt)
+{
+	if (c->cfg.cc == VT_CC_SWIFT && c->cfg.swift_queue_delay)
+		return !c->tx.cc.swift.low_delay;
+	return rtt > c->cfg.swift_target_ns;
+}
+
 int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		 struct vt_ack_result *r)
 {
@@ -655,7 +670,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	if (r->newly_lost)
 		loss_found(c, now);
 
-	if (a->ce_count || (s.has_delay && rtt > c->cfg.swift_target_ns))
+	if (a->ce_count || (s.has_delay && delay_congested(c, rtt)))
 		congested = r->acked_pkts;
 	vt_plb_on_ack(c, r->acked_pkts, congested);
 	arm_timers(c, now);
