@@ -52,6 +52,16 @@ static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
 
+/*
+ * A QP's packets leave from one UDP source port per path slot, so that a
+ * fabric's ECMP spreads them. A flow-queueing qdisc (fq_codel, fq) on the
+ * way counts each port as a flow: next to one TCP stream, four paths take
+ * about four fifths of a shared link. One path is one flow there.
+ */
+static uint paths = 4;
+module_param(paths, uint, 0644);
+MODULE_PARM_DESC(paths, "UDP source ports (path entropies) a new RC QP sprays over, 1-16 (default 4); 1: one flow to a flow-queueing qdisc, as one TCP stream");
+
 static bool fill_mtu = true;
 module_param(fill_mtu, bool, 0644);
 MODULE_PARM_DESC(fill_mtu, "RC QPs whose path MTU is the port's active MTU send packets as large as the netdev MTU allows (default Y); N: path MTU sized");
@@ -559,6 +569,7 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 	cfg->ack_delay_ns = (u64)ack_delay_us * NSEC_PER_USEC;
 	/* spray by batch, not by packet: a run to one path is one skb */
 	cfg->path_burst = VRDMA_BATCH_MAX;
+	cfg->num_paths = clamp_t(u32, READ_ONCE(paths), 1, VT_MAX_PATHS);
 	/* until RTS sets them: a responder may answer READs from RTR */
 	cfg->retry_cnt = 7;
 	cfg->rnr_retry = 7;

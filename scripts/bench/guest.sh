@@ -428,8 +428,25 @@ emit() {
 # BENCH_FAIR_QDISC: netem (default: netem's rate, a queue of 1000 skbs,
 # which TSO makes megabytes) or fq_codel (a token bucket at the rate with
 # fq_codel and ECN marking under it: the AQM issue 18 offers the host).
+# BENCH_FAIR_ONLY=1: the fairness figure alone (no other test), once per
+# entry of BENCH_FAIR_SETTINGS for vrdma: space-separated, each entry
+# PARAM=VALUE[,PARAM=VALUE] written to /sys/module/vrdma/parameters before
+# that run ("-": as loaded), e.g. "paths=1 paths=4".
 FAIR_RATE=${BENCH_FAIR_RATE:-100mbit}
 FAIR_QDISC=${BENCH_FAIR_QDISC:-netem}
+FAIR_ONLY=${BENCH_FAIR_ONLY:-}
+FAIR_SETTINGS=${BENCH_FAIR_SETTINGS:--}
+# fair_set ENTRY: apply one BENCH_FAIR_SETTINGS entry to vrdma
+fair_set() {
+	local kv
+	fair_tag=
+	[ "$T" = vrdma ] && [ "$1" != - ] || return 0
+	for kv in ${1//,/ }; do
+		echo "${kv#*=}" >"/sys/module/vrdma/parameters/${kv%%=*}" ||
+			log "cannot set vrdma ${kv%%=*}"
+	done
+	fair_tag="; vrdma $1"
+}
 fair_shape() {
 	if [ "$FAIR_QDISC" = fq_codel ]; then
 		tc qdisc replace dev "$1" root handle 1: tbf rate "$FAIR_RATE" burst 128kb latency 100ms &&
@@ -457,7 +474,7 @@ fairness() {
 	port=$((port + 1))
 	rv=$(awk -v w=$((fd - 2 * MARGIN)) '$1 == 65536 && NF >= 5 { v = sprintf("%.4f", $2 * 65536 * 8 / w / 1e9) } END { print v }' "$tmp/f.rcli")
 	tv=$(grep receiver "$tmp/f.icli" | tail -n 1 | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.4f", v / 1000 }')
-	status=ok note="link shaped to $FAIR_RATE both ways ($FAIR_QDISC); $fd s"
+	status=ok note="link shaped to $FAIR_RATE both ways ($FAIR_QDISC); $fd s${fair_tag:-}"
 	[ -n "$rv" ] && [ -n "$tv" ] || { status=fail; note="$note; rdma rc $rrc ($(why "$tmp/f.rcli")); iperf3 rc $irc ($(why "$tmp/f.icli"))"; }
 	[ "$rrc" = 124 ] && status=timeout
 	emit "$cond,$T,fair,ib_write_bw,65536,1,$status,$rv,Gb/s,,,,,,,$fd,$note"
@@ -478,13 +495,22 @@ for cond in $conditions; do
 	for T in $transports; do
 		log "--- $T"
 		if [ "$T" = tcp ]; then
-			tcp_suite
+			[ -n "$FAIR_ONLY" ] || tcp_suite
 			continue
 		fi
 		CONN=()
 		if ! bind_rdma "$T"; then
 			log "$T: cannot bind: $bind_err"
 			emit "$cond,$T,bind,rdma-link-add,,,fail,,,,,,,,,,$(echo "$bind_err" | tr ',\n' '; ' | cut -c1-160)"
+			continue
+		fi
+		if [ -n "$FAIR_ONLY" ]; then
+			for setting in $FAIR_SETTINGS; do
+				fair_set "$setting"
+				fairness
+				[ "$T" = vrdma ] || break
+			done
+			unbind_rdma
 			continue
 		fi
 		rdma_suite

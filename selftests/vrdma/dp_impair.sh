@@ -69,5 +69,41 @@ if ip netns exec "$H2" tc qdisc replace dev "$H2_IF" root handle 1: tbf rate 20m
 else
 	ktap_skip "ECN marks: no tbf/fq_codel"
 fi
+
+# paths (module parameter, default 4): the UDP source ports a new RC QP
+# sprays over, each a flow to a flow-queueing qdisc. The server's side
+# counts the source ports of the data it receives (udp_sports.py, an
+# AF_PACKET socket): at most 3 with paths=1 (a timeout, or PLB on a
+# congested queue, moves a single path to a new port; PLB used to move it
+# every five rounds on a VM's raw RTT: 131 ports), 4 with paths=4 (the
+# spray turns every batch).
+paths_run() {
+	local out=$DP_OUT.sports cap n
+	echo "$1" >/sys/module/vrdma/parameters/paths
+	ip netns exec "$H1" timeout 30 python3 "$(dirname "$0")/udp_sports.py" \
+		"$H1_IF" 4793 8 >"$out" 2>&1 &
+	cap=$!
+	sleep 0.5
+	dp_pair 60 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -n 300 --report_gbits -- \
+		ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -n 300 --report_gbits "$H1_IP"
+	local rc=$?
+	wait "$cap"
+	diag "paths=$1: $(cat "$out")"
+	n=$(awk '$1 == "packets" && $2 > 0 && $4 != "-" { print split($4, a, ",") }' "$out")
+	[ $rc -eq 0 ] && [ -n "$n" ] || { ktap_fail "paths=$1: ib_write_bw 64 KB x300, source ports seen"; return; }
+	if [ "$1" = 1 ]; then
+		[ "$n" -le 3 ]
+	else
+		[ "$n" -ge "$1" ]
+	fi
+	ktap_result $? "paths=$1: ib_write_bw 64 KB x300 from $n UDP source port(s)"
+}
+if python3 -c 'import socket; socket.AF_PACKET' 2>/dev/null; then
+	paths_run 1
+	paths_run 4
+	echo 4 >/sys/module/vrdma/parameters/paths
+else
+	ktap_skip "paths: no python3"
+fi
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
 ktap_finished
