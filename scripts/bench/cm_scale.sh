@@ -49,6 +49,9 @@ scale() {
 		sleep 3
 		t1=$(softirqs)
 		echo "# $T N=$n idle 3 s with $n connections: TIMER+HRTIMER softirqs $((t1 - t0))"
+		# who holds vmalloc space (a kvmalloc that fell back from kmalloc)
+		awk '{ print $3 }' /proc/vmallocinfo | sed 's/+0x.*//' | sort | uniq -c |
+			sort -rn | head -n 5 | sed "s/^/# $T N=$n vmalloc areas by caller: /"
 	fi
 	wait "$cpid"
 	echo "# $T N=$n client rc=$?"
