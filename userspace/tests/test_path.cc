@@ -201,22 +201,30 @@ TEST(Reps, OffOnASinglePath)
 	}
 }
 
+// One PLB round of a single-path connection: a packet sent at *now, its
+// ACK (with @ce marks) an RTT of @rtt later.
+static void plb_round(vt_conn *c, uint64_t *now, uint64_t rtt, uint32_t ce)
+{
+	vt_tx_decision d;
+	vt_ack_result r;
+
+	ASSERT_EQ(vt_tx_poll(c, *now, &d), VT_TX_SEND);
+	EXPECT_EQ(d.path, 0u);
+	*now += rtt;
+	vt_ack a = ack(d.psn + 1, *now - rtt, d.psn);
+	a.ce_count = ce;
+	ASSERT_EQ(vt_tx_on_ack(c, *now, &a, &r), 0);
+}
+
 TEST(Plb, RepathsAfterCongestedRounds)
 {
 	vt_config cfg = cfg_default(VT_CC_SWIFT, 1);
 	cfg.mtu = 1000;
 	auto c = make_conn(cfg);
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
-	vt_tx_decision d;
-	vt_ack_result r;
 	uint64_t now = 0;
 	auto round = [&](bool congested) {
-		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
-		EXPECT_EQ(d.path, 0u);
-		now += 10 * US;
-		vt_ack a = ack(d.psn + 1, now - 10 * US, d.psn);
-		a.ce_count = congested ? 1 : 0;
-		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
+		plb_round(c.get(), &now, 10 * US, congested ? 1 : 0);
 	};
 	for (int i = 0; i < 4; i++)
 		round(true);
@@ -231,12 +239,8 @@ TEST(Plb, RepathsAfterCongestedRounds)
 	// penalties do not apply in single-path mode
 	EXPECT_EQ(c->tx.path[0].penalty_until, 0u);
 	// delay above target also counts as congestion
-	for (int i = 0; i < 5; i++) {
-		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
-		now += 100 * US;
-		vt_ack a = ack(d.psn + 1, now - 100 * US, d.psn);
-		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
-	}
+	for (int i = 0; i < 5; i++)
+		plb_round(c.get(), &now, 100 * US, 0);
 	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 2u);
 }
 
@@ -251,16 +255,8 @@ TEST(Plb, VmProfileRepathsOnQueueNotOnRtt)
 	cfg.tx_defer_pkts = 0;
 	auto c = make_conn(cfg);
 	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
-	vt_tx_decision d;
-	vt_ack_result r;
 	uint64_t now = 0;
-	auto round = [&](bool ce) {
-		ASSERT_EQ(vt_tx_poll(c.get(), now, &d), VT_TX_SEND);
-		now += 800 * US;
-		vt_ack a = ack(d.psn + 1, now - 800 * US, d.psn);
-		a.ce_count = ce ? 1 : 0;
-		ASSERT_EQ(vt_tx_on_ack(c.get(), now, &a, &r), 0);
-	};
+	auto round = [&](bool ce) { plb_round(c.get(), &now, 800 * US, ce ? 1 : 0); };
 	for (int i = 0; i < 12; i++)
 		round(false);
 	EXPECT_EQ(c->stats[VT_STAT_REPATHS], 0u);
