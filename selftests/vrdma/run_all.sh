@@ -24,6 +24,35 @@ else
 	done
 fi
 
+# What a test leaves behind when it is killed: its cleanup trap runs on
+# the timeout's SIGTERM, but on a slow (debug) kernel deleting links and
+# namespaces can outlast the grace period, and the SIGKILL then leaves
+# them for the next test ("rdma link add vrdma1: File exists"). So the
+# grace is long, and after each test whatever rdma link, netns or netdev
+# (of the initial namespace) it added is removed here, said in a
+# diagnostic line.
+rdma_links() { rdma link show 2>/dev/null | awk '$1 == "link" { sub("/.*", "", $2); print $2 }'; }
+netns_names() { ip netns list 2>/dev/null | awk '{ print $1 }'; }
+netdevs() { ip -o link show 2>/dev/null | awk -F': ' '{ sub("@.*", "", $2); print $2 }'; }
+sweep() {	# sweep LINKS_BEFORE NETNS_BEFORE NETDEVS_BEFORE
+	local l n
+	for l in $(rdma_links); do
+		grep -qx "$l" <<<"$1" && continue
+		echo "# run_all: $t left rdma link $l: deleting it"
+		timeout -k 5 60 rdma link del "$l"
+	done
+	for n in $(netns_names); do
+		grep -qx "$n" <<<"$2" && continue
+		echo "# run_all: $t left netns $n: deleting it"
+		timeout -k 5 60 ip netns del "$n"
+	done
+	for n in $(netdevs); do
+		grep -qx "$n" <<<"$3" && continue
+		echo "# run_all: $t left netdev $n: deleting it"
+		timeout -k 5 60 ip link del "$n"
+	done
+}
+
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 n=0 failed=0
@@ -31,13 +60,16 @@ for t in "${tests[@]}"; do
 	n=$((n + 1))
 	echo "# selftests: vrdma: $t"
 	start=$(date +%s)
-	timeout -k 5 "$timeout" bash "$dir/$t" 2>&1 | sed -u 's/^/# /'
+	links=$(rdma_links) nss=$(netns_names) devs=$(netdevs)
+	timeout -k 120 "$timeout" bash "$dir/$t" 2>&1 | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
+	sweep "$links" "$nss" "$devs"
 	secs=$(($(date +%s) - start))
 	case $rc in
 	0) echo "ok $n selftests: vrdma: $t # ${secs}s" ;;
 	4) echo "ok $n selftests: vrdma: $t # SKIP" ;;
 	124) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${timeout} seconds"; failed=1 ;;
+	137) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${timeout} seconds, killed after 120 s more"; failed=1 ;;
 	*) echo "not ok $n selftests: vrdma: $t # exit=$rc"; failed=1 ;;
 	esac
 done
