@@ -11,6 +11,12 @@ timeout=300
 [ -f "$dir/settings" ] && timeout=$(sed -n 's/^timeout=//p' "$dir/settings")
 # A slower kernel (the debug kernel) raises it: SELFTEST_TIMEOUT=S.
 [ -n "${SELFTEST_TIMEOUT:-}" ] && timeout=$SELFTEST_TIMEOUT
+# SELFTEST_BUDGET=S: the whole run must end within S seconds (a caller's
+# own limit): a test gets at most what is left, and one that would start
+# with less than SELFTEST_MIN seconds left is skipped ("out of time").
+budget=${SELFTEST_BUDGET:-}
+min_left=${SELFTEST_MIN:-0}
+t_start=$(date +%s)
 
 if [ $# -gt 0 ]; then
 	tests=("$@")
@@ -60,16 +66,25 @@ for t in "${tests[@]}"; do
 	n=$((n + 1))
 	echo "# selftests: vrdma: $t"
 	start=$(date +%s)
+	limit=$timeout
+	if [ -n "$budget" ]; then
+		left=$((budget - (start - t_start)))
+		if [ "$left" -lt "$min_left" ] || [ "$left" -le 0 ]; then
+			echo "ok $n selftests: vrdma: $t # SKIP out of time (${left}s left of SELFTEST_BUDGET=$budget)"
+			continue
+		fi
+		[ "$left" -lt "$limit" ] && limit=$left
+	fi
 	links=$(rdma_links) nss=$(netns_names) devs=$(netdevs)
-	timeout -k 120 "$timeout" bash "$dir/$t" 2>&1 | sed -u 's/^/# /'
+	timeout -k 120 "$limit" bash "$dir/$t" 2>&1 | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	sweep "$links" "$nss" "$devs"
 	secs=$(($(date +%s) - start))
 	case $rc in
 	0) echo "ok $n selftests: vrdma: $t # ${secs}s" ;;
 	4) echo "ok $n selftests: vrdma: $t # SKIP" ;;
-	124) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${timeout} seconds"; failed=1 ;;
-	137) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${timeout} seconds, killed after 120 s more"; failed=1 ;;
+	124) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${limit} seconds"; failed=1 ;;
+	137) echo "not ok $n selftests: vrdma: $t # TIMEOUT ${limit} seconds, killed after 120 s more"; failed=1 ;;
 	*) echo "not ok $n selftests: vrdma: $t # exit=$rc"; failed=1 ;;
 	esac
 done
