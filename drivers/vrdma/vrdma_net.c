@@ -770,7 +770,16 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 			dst_cache_set_ip6(&r->dst_cache, dst, &saddr);
 	}
 
-	return udp_tunnel6_xmit_skb(dst, sk, skb, dst->dev, &saddr, &daddr,
+	/*
+	 * No device: udp_tunnel6_xmit_skb() counts the packet in the
+	 * per-CPU tunnel stats (dev->tstats) of the one it is given, which
+	 * must be a tunnel netdev's. dst->dev is not: on the loopback
+	 * netdev (QPs of one namespace) the 32-byte update overran its
+	 * 16-byte pcpu_lstats and corrupted the next per-CPU allocation;
+	 * on a veth it counted each packet twice. The IPv4 path passes
+	 * none either (iptunnel_xmit() takes skb->dev, NULL here).
+	 */
+	return udp_tunnel6_xmit_skb(dst, sk, skb, NULL, &saddr, &daddr,
 				    r->tos,
 				    r->ttl ? r->ttl : ip6_dst_hoplimit(dst),
 				    r->flow_label, sport, htons(udp_port),

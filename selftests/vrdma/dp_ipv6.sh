@@ -61,6 +61,26 @@ else
 	ktap_fail "the traffic was IPv6 (Udp6InDatagrams ${before:-?} -> ${after:-?})"
 fi
 
+# Each packet is counted once by the netdev it leaves on. The IPv6
+# transmit used to hand the route's netdev to udp_tunnel6_xmit_skb() as a
+# tunnel device, whose per-CPU tunnel stats it then bumped too: a veth
+# counted every packet twice, and the loopback netdev (whose per-CPU
+# stats are smaller) had the next per-CPU allocation overwritten. Small
+# messages are one packet per skb, so H2's veth counts about what vrdma2
+# sends (plus a few neighbour discovery packets), not twice that.
+v0=$(tx_packets "$H2_IF" "$H2")
+r0=$(dp_counter vrdma2 tx_packets)
+dp_pair 90 ibv_rc_pingpong -d vrdma1 -g "$I1" -n 200 -s 64 -c -- \
+	ibv_rc_pingpong -d vrdma2 -g "$I2" -n 200 -s 64 -c "$H1_IP"
+rv=$?
+v=$(($(tx_packets "$H2_IF" "$H2") - v0))
+r=$(($(dp_counter vrdma2 tx_packets) - r0))
+if [ "$rv" -eq 0 ] && [ "$r" -ge 200 ] && [ $((v * 4)) -le $((r * 5 + 80)) ]; then
+	ktap_ok "IPv6 packets counted once: vrdma2 sent $r, its veth counted $v"
+else
+	ktap_fail "IPv6 packets counted once (pingpong rc $rv): vrdma2 sent $r, its veth counted $v"
+fi
+
 dp_netem "loss 1%"
 if dp_pair 120 ib_write_bw -d vrdma1 -x "$I1" -F -s 65536 -n 200 --report_gbits -- \
 	ib_write_bw -d vrdma2 -x "$I2" -F -s 65536 -n 200 --report_gbits "$H1_IP"; then
