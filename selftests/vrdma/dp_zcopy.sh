@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Copy-free transmit (module parameter zcopy, off by default, on here): RC payload from
+# Copy-free transmit (module parameter zcopy, on by default and here): RC payload from
 # user MRs leaves as page fragments that the skb references, so packets
 # may still sit in a qdisc when their MR, QP or process is gone.
 #  - data: ibv_rc_pingpong -c at sizes that cross page boundaries, and
