@@ -156,7 +156,8 @@ Usage: vrdma-sim [options]
   --core K=V[,K=V...]    override vt_config fields for every algorithm (for
                          experiments; the suite uses the core's defaults):
                          init_cwnd max_wnd rx_wnd rto_min_ns tlp_min_ns
-                         ack_coalesce_bytes ack_delay_ns reo_mult_max
+                         ack_coalesce_bytes ack_delay_ns lazy_ack_delay_ns
+                         reo_mult_max
                          swift_target_ns swift_use_ecn plb_rounds gbn_wnd
                          dcqcn_timer_ns swift_fs_range_ns swift_fs_min_cwnd_fp
                          swift_fs_max_cwnd swift_ai_fp swift_qa_mult
@@ -1227,6 +1228,7 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
+			{"lazy_ack_delay_ns", &c.lazy_ack_delay_ns},
 			{"dcqcn_timer_ns", &c.dcqcn_timer_ns},
 			{"swift_fs_range_ns", &c.swift_fs_range_ns}};
 		if (f32.count(k))

@@ -367,6 +367,8 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.swift_target_ns, 100 * US);
 	EXPECT_EQ(vm.swift_min_cwnd_fp, VT_FP_ONE);
 	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
+	EXPECT_EQ(vm.lazy_ack_delay_ns, 1000 * US);	// lazy_ack_delay_us
+	EXPECT_EQ(dc.lazy_ack_delay_ns, 0u);		// = ack_delay_ns
 	EXPECT_EQ(vm.path_burst, 16u);
 	EXPECT_EQ(vm.tx_defer_pkts, 16u);	// one batch per ACK
 	EXPECT_EQ(vm.max_wnd, 256u);	// the kernel's rings hold 256 (Kbuild)
@@ -382,6 +384,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vm.swift_target_ns = dc.swift_target_ns;
 	vm.swift_min_cwnd_fp = dc.swift_min_cwnd_fp;
 	vm.ack_delay_ns = dc.ack_delay_ns;
+	vm.lazy_ack_delay_ns = dc.lazy_ack_delay_ns;
 	vm.path_burst = dc.path_burst;
 	vm.tx_defer_pkts = dc.tx_defer_pkts;
 	vm.max_wnd = dc.max_wnd;

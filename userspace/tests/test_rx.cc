@@ -69,6 +69,41 @@ TEST_F(Rx, InOrderCoalescesByBytesAndTime)
 	EXPECT_EQ(c->stats[VT_STAT_ACKS_SENT], 1u);
 }
 
+// An ACK is pending from the first data it owes until it is built: the
+// sender of reverse data sends it along (vt_rx_ack_pending).
+TEST_F(Rx, AckIsPendingUntilBuilt)
+{
+	init();
+	EXPECT_FALSE(vt_rx_ack_pending(c.get()));
+	rx(0, 1000);
+	EXPECT_FALSE(v.ack_now);
+	EXPECT_TRUE(vt_rx_ack_pending(c.get()));
+	ack(1500);
+	EXPECT_FALSE(vt_rx_ack_pending(c.get()));
+	rx(1, 2000, VT_F_ACKREQ);
+	EXPECT_TRUE(v.ack_now);
+	EXPECT_TRUE(vt_rx_ack_pending(c.get()));
+	ack(2500);
+	EXPECT_FALSE(vt_rx_ack_pending(c.get()));
+}
+
+// The end of a message that did not ask (a lazy one) may wait the lazy
+// delay; other packets that did not ask wait the ACK delay.
+TEST_F(Rx, LazyMessageEndWaitsTheLazyDelay)
+{
+	cfg.lazy_ack_delay_ns = 1000000;
+	init();
+	rx(0, 1000);
+	EXPECT_EQ(v.ack_at, 1000 + cfg.ack_delay_ns);
+	ack(1500);
+	rx(1, 2000, VT_F_SOM | VT_F_EOM);
+	EXPECT_FALSE(v.ack_now);
+	EXPECT_EQ(v.ack_at, 2000 + cfg.lazy_ack_delay_ns);
+	ack(2500);
+	rx(2, 3000, VT_F_SOM | VT_F_EOM | VT_F_ACKREQ);
+	EXPECT_TRUE(v.ack_now);
+}
+
 TEST_F(Rx, OutOfOrderWithinWindowIsSackedThenDeliveredInOrder)
 {
 	init();

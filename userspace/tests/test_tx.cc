@@ -393,6 +393,55 @@ TEST_F(Tx, AckRequestOnlyWhereTheSenderWaits)
 	}
 }
 
+// A message nobody waits on (VT_MSG_LAZY_ACK: an unsignaled WQE) asks for
+// no ACK when it drains the queue; the window still asks when it fills, and
+// a waited-for message behind lazy ones asks for all of them.
+TEST_F(Tx, LazyMessageDrainsWithoutAckRequest)
+{
+	init();
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 1, 500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(poll(100), VT_TX_SEND);
+	EXPECT_EQ(d.flags, VT_F_SOM | VT_F_EOM);
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 2, 500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 3, 500), 0);
+	ASSERT_EQ(poll(100), VT_TX_SEND);
+	EXPECT_FALSE(d.flags & VT_F_ACKREQ);
+	ASSERT_EQ(poll(100), VT_TX_SEND);
+	EXPECT_EQ(d.msg_id, 3u);
+	EXPECT_TRUE(d.flags & VT_F_ACKREQ);
+	// a lazy tail lets the PTO and RTO wait for the receiver's lazy delay
+	cfg.lazy_ack_delay_ns = 1000 * US;
+	init();
+	warm_up();			// srtt 20 us
+	const uint64_t rto_asked = vt_tx_rto(c.get());
+	EXPECT_LT(rto_asked, 1000 * US);
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 2, 500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(poll(100 * US), VT_TX_SEND);
+	EXPECT_FALSE(d.flags & VT_F_ACKREQ);
+	EXPECT_GE(vt_tx_rto(c.get()), 2000 * US);	// twice: both timers late
+	EXPECT_GE(c->tx.tlp_deadline, 2100 * US);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 3, 500), 0);
+	ASSERT_EQ(poll(100 * US), VT_TX_SEND);
+	EXPECT_TRUE(d.flags & VT_F_ACKREQ);
+	EXPECT_EQ(vt_tx_rto(c.get()), rto_asked);	// armed timers stay
+	// a lazy end followed by packets that do not ask: still held
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 4, 500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(poll(100 * US), VT_TX_SEND);
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 5, 2500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(poll(100 * US), VT_TX_SEND);
+	EXPECT_FALSE(d.flags & (VT_F_ACKREQ | VT_F_EOM));
+	EXPECT_GE(vt_tx_rto(c.get()), 2000 * US);
+	cfg.lazy_ack_delay_ns = 0;
+	// a lazy message that fills the window asks
+	cfg.init_cwnd = 4;
+	init();
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 1, 4 * 1000, VT_MSG_LAZY_ACK), 0);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(poll(100), VT_TX_SEND);
+		EXPECT_EQ(!!(d.flags & VT_F_ACKREQ), i == 3) << i;
+	}
+}
+
 // Batch deferral (tx_defer_pkts, on in the kernel's profile): once a burst
 // filled the window, the next waits until min(tx_defer_pkts, wnd / 2)
 // slots are free, then fills the window again; a message's short tail

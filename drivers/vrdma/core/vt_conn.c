@@ -82,6 +82,8 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_target_ns = 100000;
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
+	/* unsignaled small messages: an ACK per 16, not per timer */
+	cfg->lazy_ack_delay_ns = 1000000;
 	cfg->path_burst = 16;
 	cfg->tx_defer_pkts = 16;	/* a batch: one UDP GSO skb */
 	/*

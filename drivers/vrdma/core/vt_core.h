@@ -54,6 +54,12 @@ struct vt_config {
 	u32 ack_coalesce_bytes;
 	u32 ack_coalesce_pkts;	/* ACK at once after this many packets */
 	u64 ack_delay_ns;
+	/*
+	 * The ACK of a lone packet that ends a message without asking (the
+	 * sender's VT_MSG_LAZY_ACK: nobody waits for it) waits this long,
+	 * to be coalesced with the next ones; 0: ack_delay_ns.
+	 */
+	u64 lazy_ack_delay_ns;
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */
@@ -227,6 +233,7 @@ struct vt_tx_pkt {
 struct vt_msgq_ent {
 	u32 id;
 	u32 len;
+	u32 flags;		/* VT_MSG_* */
 };
 
 struct vt_path {
@@ -253,6 +260,13 @@ struct vt_tx {
 	bool tlp_pending;	/* probe to send at next poll */
 	bool tlp_out;		/* probe in flight, no TLP until progress */
 	bool burst;		/* new packets fill the window: no deferral */
+	/*
+	 * lazy_end: the PSN of the last lazy message end sent without ACKREQ,
+	 * whose ACK the receiver may hold (lazy_ack_delay_ns) while it is
+	 * unacknowledged and no packet that asks has followed it (lazy_out)
+	 */
+	bool lazy_out;
+	u32 lazy_end;
 	u32 reo_mult;
 	u32 reo_clean;		/* packets acked since the last spurious */
 	u32 undo_cwnd_fp;	/* cwnd before the recovery cut, 0 = no undo */
@@ -385,6 +399,13 @@ struct vt_ack_result {
 };
 
 int vt_tx_enqueue(struct vt_conn *c, u32 msg_id, u32 msg_len);
+/*
+ * VT_MSG_LAZY_ACK: nobody waits for this message's ACK (an unsignaled
+ * WQE whose doorbell does not depend on its release): draining the queue
+ * with it asks for no immediate ACK, and the receiver coalesces it.
+ */
+#define VT_MSG_LAZY_ACK	(1U << 0)
+int vt_tx_enqueue_ex(struct vt_conn *c, u32 msg_id, u32 msg_len, u32 flags);
 int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d);
 int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		 struct vt_ack_result *r);
@@ -423,6 +444,7 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 		  bool ce, u8 nack, struct vt_rx_verdict *v);
 void vt_rx_run_end(struct vt_conn *c, u32 pkts);
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
+bool vt_rx_ack_pending(const struct vt_conn *c);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
 u16 vt_rx_ack_entropy(struct vt_conn *c);

@@ -82,6 +82,20 @@ static u32 rx_accept(struct vt_conn *c, const struct vt_data_hdr *h,
 }
 
 /*
+ * How long the ACK of @h may wait: a message's end that did not ask is a
+ * lazy one (vt_tx_enqueue_ex()) or, rarely, one with more queued behind
+ * it, whose packets then come in the same run (vt_rx_run_end() ACKs it).
+ */
+static u64 ack_delay(const struct vt_conn *c, const struct vt_data_hdr *h)
+{
+	u64 lazy = c->cfg.lazy_ack_delay_ns;
+
+	if ((h->flags & VT_F_EOM) && lazy > c->cfg.ack_delay_ns)
+		return lazy;
+	return c->cfg.ack_delay_ns;
+}
+
+/*
  * One data packet arrived at @now.  @ce: the IP header carried ECN CE.
  * @nack: a NACK code the caller wants for this packet (RNR when no receive
  * WQE is posted, remote access or invalid request after its checks), or 0;
@@ -156,7 +170,7 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 	if (urgent)
 		rx->ack_now = true;
 	else if (rx->ack_deadline == VT_NEVER && v->result == VT_RX_ACCEPT)
-		rx->ack_deadline = now + c->cfg.ack_delay_ns;
+		rx->ack_deadline = now + ack_delay(c, h);
 	v->ack_now = rx->ack_now;
 	v->ack_at = rx->ack_now ? now : rx->ack_deadline;
 	return 0;
@@ -181,6 +195,17 @@ void vt_rx_run_end(struct vt_conn *c, u32 pkts)
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now)
 {
 	return c->rx.ack_now || now >= c->rx.ack_deadline;
+}
+
+/*
+ * Data arrived that no ACK has covered yet: a sender about to send data
+ * of its own sends it now (the ACK a reply would carry, were there room
+ * for one in the data header), so a coalesced ACK waits for nothing in a
+ * request-response exchange.
+ */
+bool vt_rx_ack_pending(const struct vt_conn *c)
+{
+	return c->rx.ack_deadline != VT_NEVER || c->rx.ack_now;
 }
 
 u64 vt_rx_next_wakeup(const struct vt_conn *c)
