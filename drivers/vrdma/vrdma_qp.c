@@ -55,9 +55,12 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	u32 qpn;
 	int rv;
 
-	rv = vrdma_udata_in_empty(udata, &cmd, sizeof(cmd));
+	rv = vrdma_udata_in(udata, &cmd, sizeof(cmd), 0);
 	if (rv)
 		return rv;
+	if ((cmd.comp_mask & ~VRDMA_CREATE_QP_CMD_SQ_TAKEN) ||
+	    memchr_inv(cmd.reserved_20, 0, sizeof(cmd.reserved_20)))
+		return -EOPNOTSUPP;
 	if (udata && udata->outlen < offsetofend(typeof(resp), rq_size))
 		return -EINVAL;
 
@@ -87,6 +90,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 
 	qp->vdev = vdev;
 	qp->user = !!udata;
+	qp->sq_mark_taken = !!(cmd.comp_mask & VRDMA_CREATE_QP_CMD_SQ_TAKEN);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_type = attr->sq_sig_type;
 	mutex_init(&qp->state_lock);

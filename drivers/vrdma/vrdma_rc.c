@@ -52,6 +52,10 @@ static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
 
+static uint lazy_ack_delay_us = 1000;
+module_param(lazy_ack_delay_us, uint, 0644);
+MODULE_PARM_DESC(lazy_ack_delay_us, "longest delay of the ACK of unsignaled SENDs and WRITEs, which nobody waits for, us (default 1000)");
+
 /*
  * A QP's packets leave from one UDP source port per path slot, so that a
  * fabric's ECMP spreads them. A flow-queueing qdisc (fq_codel, fq) on the
@@ -292,6 +296,15 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 					      vrdma_req_err_status(d.error));
 		break;
 	}
+	/*
+	 * Data goes out while an ACK of the peer's data is held back: it
+	 * goes with it, as a reply would carry it (the data header has no
+	 * room for one), and a request-response exchange waits on no ACK
+	 * timer. It leaves first: the peer completes its send, then takes
+	 * our data.
+	 */
+	if (n && vt_rx_ack_pending(rc->vt))
+		vrdma_resp_send_ack(rc, now);
 	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	vrdma_rc_arm(rc, now);
 	if (n == VRDMA_RC_BUDGET || rc->error)
@@ -566,6 +579,13 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 	 * PTO and RTO allow for this delay).
 	 */
 	cfg->ack_delay_ns = (u64)ack_delay_us * NSEC_PER_USEC;
+	/*
+	 * Unsignaled messages ask for no ACK (vrdma_req_lazy_ack()): where
+	 * they come one per system call, 100 us is shorter than the gap
+	 * between them in a TCG guest, and the timer would send an ACK per
+	 * message all the same.
+	 */
+	cfg->lazy_ack_delay_ns = (u64)lazy_ack_delay_us * NSEC_PER_USEC;
 	/* spray by batch, not by packet: a run to one path is one skb */
 	cfg->path_burst = VRDMA_BATCH_MAX;
 	cfg->num_paths = clamp_t(u32, READ_ONCE(paths), 1, VT_MAX_PATHS);

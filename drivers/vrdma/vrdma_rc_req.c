@@ -248,6 +248,29 @@ static u32 vrdma_req_wire_len(const struct vrdma_swqe *sw)
 }
 
 /* Hand a taken WQE to the core as message msg_next; false: core full. */
+/*
+ * Nobody waits for the ACK of an unsignaled SEND or WRITE: it makes no
+ * CQE, and the provider rings the doorbell for the WQEs behind it once it
+ * is taken (VRDMA_WQE_TAKEN; a kernel QP's every post kicks). So it asks
+ * for no immediate ACK when it drains the queue, and the receiver
+ * coalesces its ACK (by count, bytes, time, or the reverse data that
+ * carries it: vrdma_rc_run_at()). Where every message is its own packet,
+ * as with small messages posted one at a time, that halves the packets.
+ * READs and atomics keep asking (their response ends them), and so does
+ * a ring half in use: its slots come back with the ACK.
+ */
+static bool vrdma_req_lazy_ack(const struct vrdma_rc_conn *rc,
+			       const struct vrdma_swqe *sw)
+{
+	const struct vrdma_qp *qp = rc->qp;
+
+	if ((qp->user && !qp->sq_mark_taken) ||
+	    (sw->sqe.flags & VRDMA_WQE_SIGNALED) ||
+	    vrdma_op_has_resp(sw->sqe.opcode))
+		return false;
+	return rc->req.sq_taken - qp->sq.cons < qp->sq.num / 2;
+}
+
 static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
 			    u32 sq_idx)
 {
@@ -256,7 +279,8 @@ static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
 	u8 op = sw->sqe.opcode;
 
 	sw->msg_id = req->msg_next;
-	if (vt_tx_enqueue(rc->vt, sw->msg_id, vrdma_req_wire_len(sw)))
+	if (vt_tx_enqueue_ex(rc->vt, sw->msg_id, vrdma_req_wire_len(sw),
+			     vrdma_req_lazy_ack(rc, sw) ? VT_MSG_LAZY_ACK : 0))
 		return false;
 	if (op == VRDMA_OP_SEND || op == VRDMA_OP_SEND_WITH_IMM ||
 	    op == VRDMA_OP_SEND_WITH_INV)
@@ -273,6 +297,21 @@ static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
 	sw->state = VRDMA_SW_QUEUED;
 	req->msg_next++;
 	return true;
+}
+
+/*
+ * Tell the provider that the WQE in @slot is taken (uapi VRDMA_WQE_TAKEN):
+ * it rings the doorbell for the WQEs behind it, since no ACK may come soon
+ * to make a run look (vrdma_req_lazy_ack()). The fence pairs with the
+ * provider's between publishing its WQEs and reading this flag: either
+ * this run's next look sees them, or the provider sees the flag.
+ */
+static void vrdma_req_mark_taken(struct vrdma_rc_conn *rc, void *slot, u32 f)
+{
+	if (!rc->qp->sq_mark_taken)
+		return;
+	vrdma_slot_set(slot, f | VRDMA_WQE_TAKEN);
+	smp_mb();	/* the flag before our next look at the SQ */
 }
 
 /* Take the WQE in slot sq_taken; false when the sender must stop here. */
@@ -321,6 +360,7 @@ static bool vrdma_req_take_one(struct vrdma_rc_conn *rc)
 	/* core message queue full: retake this slot later */
 	if (!vrdma_req_queue(rc, sw, req->sq_taken))
 		return false;
+	vrdma_req_mark_taken(rc, slot, f);
 	req->sq_taken++;
 	return true;
 }

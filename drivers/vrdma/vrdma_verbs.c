@@ -183,6 +183,7 @@ static int vrdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	/* the provider sends no driver data: anything there must be zero */
 	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
+	resp.comp_mask = VRDMA_UCTX_RESP_SQ_TAKEN;
 	resp.abi_version = VRDMA_UVERBS_ABI_VERSION;
 	resp.max_qp = vrdma_limits.max_qp;
 	resp.max_cq = vrdma_limits.max_cq;

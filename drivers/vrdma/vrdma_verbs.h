@@ -193,6 +193,8 @@ struct vrdma_qp {
 	struct vrdma_ring sq;
 	struct vrdma_ring rq;		/* unused with an SRQ */
 	bool user;
+	/* the provider rings for WQEs behind a TAKEN slot (uapi) */
+	bool sq_mark_taken;
 	u64 doorbells;
 	struct vrdma_rc_conn *rc;	/* RC: the connection (vrdma_rc.c) */
 	struct vrdma_uc *uc;		/* UC: the connection (vrdma_uc.c) */

@@ -76,5 +76,23 @@ for t in "ib_write_bw -s 65536 -n 300 --report_gbits" \
 	fi
 done
 
+# Lazy ACKs (docs/driver.md): perftest signals one 64 B SEND in 100, and
+# the others ask for no ACK when they drain the queue, which each does
+# here, where the peer's receive runs inside the sender's doorbell. Their
+# ACKs are coalesced: far fewer than one per message (one each before).
+read -r d0 a0 <<<"$(dp_counters vrdma1 rx_data_packets acks_sent)"
+if pt ib_send_bw -s 64 -n 2000; then
+	read -r d1 a1 <<<"$(dp_counters vrdma1 rx_data_packets acks_sent)"
+	d=$((${d1:-0} - ${d0:-0}))
+	a=$((${a1:-0} - ${a0:-0}))
+	if [ "$d" -ge 2000 ] && [ $((a * 4)) -le "$d" ]; then
+		ktap_ok "lazy ACKs: $a ACKs for $d 64 B SENDs, 1 in 100 signaled"
+	else
+		ktap_fail "lazy ACKs: $a ACKs for $d 64 B SENDs (want at most 1 per 4)"
+	fi
+else
+	ktap_fail "lazy ACKs: ib_send_bw -s 64 -n 2000"
+fi
+
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
 ktap_finished

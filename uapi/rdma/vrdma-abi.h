@@ -73,6 +73,14 @@ enum vrdma_wqe_flags {
 	VRDMA_WQE_SOLICITED	= 1 << 2,
 	VRDMA_WQE_INLINE	= 1 << 3,
 	VRDMA_WQE_FENCE		= 1 << 4,
+	/*
+	 * SQEs only, set by the kernel (release store) once it has taken the
+	 * WQE, on QPs created with VRDMA_CREATE_QP_CMD_SQ_TAKEN: a provider
+	 * whose new WQEs follow a TAKEN slot rings the doorbell, since the
+	 * kernel may not look at the SQ again on its own (it coalesces the
+	 * ACKs of unsignaled WQEs, whose release then comes late).
+	 */
+	VRDMA_WQE_TAKEN		= 1 << 5,
 };
 
 /* opcodes of struct vrdma_sqe (values of enum ib_wr_opcode) */
@@ -164,6 +172,11 @@ struct vrdma_cq_ctrl {
 };
 
 /* ucontext */
+enum vrdma_alloc_ucontext_resp_mask {
+	/* create_qp takes VRDMA_CREATE_QP_CMD_SQ_TAKEN */
+	VRDMA_UCTX_RESP_SQ_TAKEN	= 1 << 0,
+};
+
 struct vrdma_alloc_ucontext_resp {
 	__u32 comp_mask;
 	__u32 abi_version;
@@ -202,8 +215,16 @@ struct vrdma_resize_cq_resp {
 	__aligned_u64 cq_size;
 };
 
+enum vrdma_create_qp_cmd_mask {
+	/*
+	 * The provider rings the doorbell for WQEs behind a VRDMA_WQE_TAKEN
+	 * slot (only where the context announced VRDMA_UCTX_RESP_SQ_TAKEN).
+	 */
+	VRDMA_CREATE_QP_CMD_SQ_TAKEN	= 1 << 0,
+};
+
 struct vrdma_create_qp_cmd {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum vrdma_create_qp_cmd_mask */
 	__u8 reserved_20[4];
 };
 

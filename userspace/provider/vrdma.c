@@ -677,6 +677,11 @@ static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *ctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	/* only where the kernel said it takes the flag: older ones refuse it */
+	if (to_vctx(ctx)->sq_taken) {
+		cmd.drv.comp_mask |= VRDMA_CREATE_QP_CMD_SQ_TAKEN;
+		qp->sq_taken = true;
+	}
 
 	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
@@ -1072,17 +1077,22 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 	qp->sq.head += n;
 
 	/*
-	 * Had the kernel finished everything posted before (then it may be
-	 * idle, and must be told)? Asked after publishing the new WQEs, with
-	 * a full fence: the kernel clears a finished slot, fences, then looks
-	 * for new WQEs, so either it sees ours or we see its cleared slot.
-	 * Asked before publishing, a completion in between left the new WQEs
-	 * unseen with no doorbell, for good.
+	 * Had the kernel finished everything posted before, or taken it
+	 * (then it may be idle, and must be told)? Asked after publishing
+	 * the new WQEs, with a full fence: the kernel clears a finished slot
+	 * or marks a taken one, fences, then looks for new WQEs, so either
+	 * it sees ours or we see its flag. Asked before publishing, a
+	 * completion in between left the new WQEs unseen with no doorbell,
+	 * for good. Behind a WQE not yet taken, the run that takes it looks
+	 * on.
 	 */
 	if (start) {
+		uint32_t f;
+
 		atomic_thread_fence(memory_order_seq_cst);
-		idle = !(vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1)) &
-			 VRDMA_WQE_VALID);
+		f = vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1));
+		idle = !(f & VRDMA_WQE_VALID) ||
+		       (qp->sq_taken && (f & VRDMA_WQE_TAKEN));
 	}
 	if (idle || n >= qp->sq.num_slots)
 		return vrdma_ring_doorbell(qp);
@@ -1726,6 +1736,7 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 		goto err;
 	}
 	ctx->max_sge = resp.drv.max_sge;
+	ctx->sq_taken = resp.drv.comp_mask & VRDMA_UCTX_RESP_SQ_TAKEN;
 	ctx->max_inline = resp.drv.max_inline;
 	if (ctx->max_inline > VRDMA_MAX_INLINE)
 		ctx->max_inline = VRDMA_MAX_INLINE;

@@ -80,6 +80,7 @@ struct vrdma_context {
 	struct verbs_context ibv_ctx;
 	uint32_t max_sge;
 	uint32_t max_inline;
+	bool sq_taken;		/* the kernel marks taken SQEs (uapi) */
 };
 
 /* A mapped ring: slots of slot_size bytes, num_slots of them. */
@@ -110,6 +111,8 @@ struct vrdma_qp {
 	struct verbs_qp vqp;		/* ibv_qp, or ibv_qp_ex from create_qp_ex */
 	uint32_t qp_id;
 	int sq_sig_all;
+	/* the kernel marks taken SQEs: ring for WQEs behind one */
+	bool sq_taken;
 	struct vrdma_ring sq;
 	struct vrdma_ring rq;
 	struct vrdma_srq *srq;
