@@ -431,6 +431,19 @@ TEST_F(Tx, LazyMessageDrainsWithoutAckRequest)
 	ASSERT_EQ(poll(100 * US), VT_TX_SEND);
 	EXPECT_FALSE(d.flags & (VT_F_ACKREQ | VT_F_EOM));
 	EXPECT_GE(vt_tx_rto(c.get()), 2000 * US);
+	// loss timers armed before a lazy end wait for its hold too
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 6, 3000), 0);
+	ASSERT_EQ(poll(100 * US), VT_TX_SEND);	// arms RTO and TLP, short
+	EXPECT_LT(c->tx.rto_deadline, 1000 * US);
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 7, 500, VT_MSG_LAZY_ACK), 0);
+	while (poll(110 * US) == VT_TX_SEND && d.msg_id != 7)
+		;
+	ASSERT_EQ(d.msg_id, 7u);
+	EXPECT_FALSE(d.flags & VT_F_ACKREQ);
+	EXPECT_GE(c->tx.rto_deadline, 2110 * US);
+	EXPECT_GE(c->tx.tlp_deadline, 2110 * US);
 	cfg.lazy_ack_delay_ns = 0;
 	// a lazy message that fills the window asks
 	cfg.init_cwnd = 4;

@@ -904,6 +904,21 @@ static bool ackreq_wanted(const struct vt_conn *c, const struct vt_tx_pkt *p,
 	return !lazy && (p->wflags & VT_F_EOM) && t->mq_head == t->mq_tail;
 }
 
+/*
+ * A lazy message's end went out: loss timers armed before, with the
+ * receiver's ordinary ACK delay allowed, would fire while it holds the
+ * ACK (a spurious timeout, and a repath); they wait for the longer hold.
+ */
+static void lazy_timers(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->rto_deadline != VT_NEVER)
+		t->rto_deadline = VT_MAX(t->rto_deadline, now + vt_tx_rto(c));
+	if (t->tlp_deadline != VT_NEVER)
+		t->tlp_deadline = VT_MAX(t->tlp_deadline, now + pto(c));
+}
+
 static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 {
 	struct vt_tx *t = &c->tx;
@@ -942,6 +957,7 @@ static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	} else if (lazy && (d->flags & VT_F_EOM)) {
 		t->lazy_out = true;
 		t->lazy_end = psn;
+		lazy_timers(c, now);
 	}
 	sent(c, now, len);
 }
