@@ -247,7 +247,6 @@ static u32 vrdma_req_wire_len(const struct vrdma_swqe *sw)
 	return sw->len;
 }
 
-/* Hand a taken WQE to the core as message msg_next; false: core full. */
 /*
  * Nobody waits for the ACK of an unsignaled SEND or WRITE: it makes no
  * CQE, and the provider rings the doorbell for the WQEs behind it once it
@@ -271,6 +270,7 @@ static bool vrdma_req_lazy_ack(const struct vrdma_rc_conn *rc,
 	return rc->req.sq_taken - qp->sq.cons < qp->sq.num / 2;
 }
 
+/* Hand a taken WQE to the core as message msg_next; false: core full. */
 static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
 			    u32 sq_idx)
 {

@@ -678,10 +678,8 @@ static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *ctx,
 	if (!qp)
 		return NULL;
 	/* only where the kernel said it takes the flag: older ones refuse it */
-	if (to_vctx(ctx)->sq_taken) {
+	if (to_vctx(ctx)->sq_taken)
 		cmd.drv.comp_mask |= VRDMA_CREATE_QP_CMD_SQ_TAKEN;
-		qp->sq_taken = true;
-	}
 
 	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
@@ -1091,8 +1089,8 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 
 		atomic_thread_fence(memory_order_seq_cst);
 		f = vrdma_slot_flags(vrdma_ring_slot(&qp->sq, start - 1));
-		idle = !(f & VRDMA_WQE_VALID) ||
-		       (qp->sq_taken && (f & VRDMA_WQE_TAKEN));
+		/* only a QP created with SQ_TAKEN ever has the flag */
+		idle = !(f & VRDMA_WQE_VALID) || (f & VRDMA_WQE_TAKEN);
 	}
 	if (idle || n >= qp->sq.num_slots)
 		return vrdma_ring_doorbell(qp);

@@ -111,8 +111,6 @@ struct vrdma_qp {
 	struct verbs_qp vqp;		/* ibv_qp, or ibv_qp_ex from create_qp_ex */
 	uint32_t qp_id;
 	int sq_sig_all;
-	/* the kernel marks taken SQEs: ring for WQEs behind one */
-	bool sq_taken;
 	struct vrdma_ring sq;
 	struct vrdma_ring rq;
 	struct vrdma_srq *srq;
