@@ -11,7 +11,6 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/workqueue.h>
-#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
@@ -85,6 +84,8 @@ static inline void vrdma_count(struct vrdma_dev *vdev, enum vrdma_counter c,
 	atomic64_add(n, &vdev->counters[c]);
 }
 
+struct vrdma_route_cache;
+
 /* A resolved peer address: what vrdma_net_xmit() needs. */
 struct vrdma_route {
 	int family;			/* AF_INET or AF_INET6 */
@@ -95,9 +96,8 @@ struct vrdma_route {
 	u8 tos;				/* IPv4 TOS / IPv6 traffic class */
 	u8 ttl;				/* hop limit; 0: route default */
 	__be32 flow_label;		/* IPv6 only */
-	/* the route's dst, looked up once (vrdma_net_route_init) */
-	struct dst_cache dst_cache;
-	bool has_cache;
+	/* the dst cache it shares with its key's routes (vrdma_net_route_init) */
+	struct vrdma_route_cache *cache;
 	/* set: vrdma_net_xmit() queues here; the owner sends after unlock */
 	struct sk_buff_head *defer;
 };
@@ -138,7 +138,7 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		     u32 buf_len, struct vrdma_frags *fr);
 void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
 		      struct vrdma_batch *b);
-int vrdma_net_route_init(struct vrdma_route *r);
+int vrdma_net_route_init(struct vrdma_dev *vdev, struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);
 int vrdma_net_xmit(struct vrdma_dev *vdev, struct vrdma_route *r,

@@ -9,10 +9,13 @@
  * Unlike rxe (sockets in init_net only), sockets are per netns, so a
  * device bound to a netdev inside a container's namespace works there.
  */
+#include <linux/hashtable.h>
 #include <linux/if_vlan.h>
 #include <linux/inetdevice.h>
+#include <linux/jhash.h>
 #include <linux/module.h>
 #include <linux/skbuff.h>
+#include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -657,25 +660,99 @@ void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
 }
 
 /*
- * A connection's route: set up the cache of its dst. The route lookup
- * (policy rules, FIB) is then done once, not per packet; the cache
- * drops a dst that a routing change made obsolete. The lookup ignores
- * the source port, so a guest-local multipath route that hashes on it
- * sees one port per connection.
+ * The dst caches of connections' routes. A route lookup's key is the
+ * device (its netdev and namespace), the addresses and the TOS, so the
+ * connections with one key share one cache: the lookup (policy rules,
+ * FIB) is done once per key and CPU, not per packet, and the cache drops
+ * a dst that a routing change made obsolete. One cache per connection
+ * was a per-CPU allocation per QP, 8% of the setup rate of 10,000
+ * rdma_cm connections (docs/benchmarks.md, "10,000 connections"). The
+ * lookup ignores the source port, so a guest-local multipath route that
+ * hashes on it sees one port per key.
  */
-int vrdma_net_route_init(struct vrdma_route *r)
-{
-	int rv = dst_cache_init(&r->dst_cache, GFP_KERNEL);
+struct vrdma_route_key {
+	struct vrdma_dev *vdev;
+	int family;
+	struct in6_addr saddr, daddr;	/* or the IPv4 address, zero-padded */
+	u8 tos;
+};
 
-	r->has_cache = !rv;
-	return rv;
+struct vrdma_route_cache {
+	struct hlist_node node;		/* vrdma_route_caches */
+	struct vrdma_route_key key;
+	unsigned int users;
+	struct dst_cache dst;
+};
+
+static DEFINE_HASHTABLE(vrdma_route_caches, 8);
+static DEFINE_MUTEX(vrdma_route_mutex);	/* the table and users */
+
+static void vrdma_route_key(struct vrdma_dev *vdev, const struct vrdma_route *r,
+			    struct vrdma_route_key *k)
+{
+	BUILD_BUG_ON(sizeof(r->saddr) != sizeof(k->saddr));
+	memset(k, 0, sizeof(*k));	/* compared and hashed whole */
+	k->vdev = vdev;
+	k->family = r->family;
+	memcpy(&k->saddr, &r->saddr, sizeof(k->saddr));
+	memcpy(&k->daddr, &r->daddr, sizeof(k->daddr));
+	k->tos = r->tos;
 }
 
+/*
+ * Give @r the cache of its key (after its addresses and TOS are set). On
+ * failure the route works without one: a lookup per packet.
+ */
+int vrdma_net_route_init(struct vrdma_dev *vdev, struct vrdma_route *r)
+{
+	struct vrdma_route_cache *c;
+	struct vrdma_route_key k;
+	u32 h;
+
+	vrdma_route_key(vdev, r, &k);
+	h = jhash(&k, sizeof(k), 0);
+	mutex_lock(&vrdma_route_mutex);
+	hash_for_each_possible(vrdma_route_caches, c, node, h)
+		if (!memcmp(&c->key, &k, sizeof(k)))
+			goto found;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		goto fail;
+	if (dst_cache_init(&c->dst, GFP_KERNEL)) {
+		kfree(c);
+		goto fail;
+	}
+	c->key = k;
+	hash_add(vrdma_route_caches, &c->node, h);
+found:
+	c->users++;
+	mutex_unlock(&vrdma_route_mutex);
+	r->cache = c;
+	return 0;
+fail:
+	mutex_unlock(&vrdma_route_mutex);
+	r->cache = NULL;
+	return -ENOMEM;
+}
+
+/* The route's user is gone; no transmit on @r is in flight. */
 void vrdma_net_route_destroy(struct vrdma_route *r)
 {
-	if (r->has_cache)
-		dst_cache_destroy(&r->dst_cache);
-	r->has_cache = false;
+	struct vrdma_route_cache *c = r->cache;
+
+	if (!c)
+		return;
+	r->cache = NULL;
+	mutex_lock(&vrdma_route_mutex);
+	if (--c->users)
+		c = NULL;
+	else
+		hash_del(&c->node);
+	mutex_unlock(&vrdma_route_mutex);
+	if (c) {
+		dst_cache_destroy(&c->dst);
+		kfree(c);
+	}
 }
 
 /*
@@ -711,8 +788,8 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 	struct rtable *rt = NULL;
 	__be32 saddr;
 
-	if (r->has_cache)
-		rt = dst_cache_get_ip4(&r->dst_cache, &saddr);
+	if (r->cache)
+		rt = dst_cache_get_ip4(&r->cache->dst, &saddr);
 	if (!rt) {
 		fl.flowi4_oif = vrdma_net_oif4(ndev, r->daddr.v4);
 		fl.flowi4_proto = IPPROTO_UDP;
@@ -725,8 +802,8 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 		rt = ip_route_output_key(dev_net(ndev), &fl);
 		if (IS_ERR(rt))
 			return PTR_ERR(rt);
-		if (r->has_cache)
-			dst_cache_set_ip4(&r->dst_cache, &rt->dst, fl.saddr);
+		if (r->cache)
+			dst_cache_set_ip4(&r->cache->dst, &rt->dst, fl.saddr);
 	}
 
 	/* sized to the MTU: DF, never fragmented (ignore_df would be scrubbed) */
@@ -746,8 +823,8 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 	struct dst_entry *dst = NULL;
 	struct flowi6 fl6 = {};
 
-	if (r->has_cache)
-		dst = dst_cache_get_ip6(&r->dst_cache, &cached);
+	if (r->cache)
+		dst = dst_cache_get_ip6(&r->cache->dst, &cached);
 	if (!dst) {
 		fl6.flowi6_oif = vrdma_net_oif6(ndev, &daddr);
 		fl6.flowi6_proto = IPPROTO_UDP;
@@ -766,8 +843,8 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 			dst_release(dst);
 			return rv;
 		}
-		if (r->has_cache)
-			dst_cache_set_ip6(&r->dst_cache, dst, &saddr);
+		if (r->cache)
+			dst_cache_set_ip6(&r->cache->dst, dst, &saddr);
 	}
 
 	/*
@@ -861,6 +938,12 @@ int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
 	struct socket *sock;
 	int rv = -EAFNOSUPPORT;
 
+	/*
+	 * BHs off: the route's dst cache is per CPU and shared with other
+	 * connections, whose softirq sends must not interleave with ours
+	 * (a UC QP sends from process context).
+	 */
+	local_bh_disable();
 	rcu_read_lock();
 	if (r->family == AF_INET6)
 		sock = rcu_dereference(vn->sk6);
@@ -878,6 +961,7 @@ int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
 	if (rv)
 		goto drop;
 	rcu_read_unlock();
+	local_bh_enable();
 
 	vrdma_count(vdev, VRDMA_CNT_TX_PKTS, pkts);
 	vrdma_count(vdev, VRDMA_CNT_TX_BYTES, len);
@@ -885,6 +969,7 @@ int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
 
 drop:
 	rcu_read_unlock();
+	local_bh_enable();
 	vrdma_count(vdev, VRDMA_CNT_TX_ERR, 1);
 	kfree_skb(skb);
 	return rv;

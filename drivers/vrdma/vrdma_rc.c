@@ -599,8 +599,8 @@ static void vrdma_rc_config(struct vrdma_qp *qp, int family,
 static void vrdma_rc_free(struct vrdma_rc_conn *rc)
 {
 	vrdma_net_route_destroy(&rc->route);
+	kvfree(rc->resp.srq_rqe);
 	kvfree(rc->req.swqe);
-	kvfree(rc->vt);
 	kvfree(rc);
 }
 
@@ -619,19 +619,24 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	rc = kvzalloc(sizeof(*rc), GFP_KERNEL);
 	if (!rc)
 		return -ENOMEM;
-	rc->vt = kvzalloc(sizeof(*rc->vt), GFP_KERNEL);
+	rc->vt = &rc->vt_state;
 	rc->req.swqe = kvcalloc(qp->sq.num, sizeof(*rc->req.swqe),
 				GFP_KERNEL);
-	if (!rc->vt || !rc->req.swqe) {
+	if (qp->ibqp.srq)
+		rc->resp.srq_rqe = kvcalloc(VRDMA_RC_MSGS,
+					    sizeof(*rc->resp.srq_rqe),
+					    GFP_KERNEL);
+	if (!rc->req.swqe || (qp->ibqp.srq && !rc->resp.srq_rqe)) {
 		rv = -ENOMEM;
 		goto err;
 	}
 	rv = vrdma_rc_route(qp, &rc->route);
 	if (rv)
 		goto err;
-	vrdma_net_route_init(&rc->route);	/* without it: a lookup per packet */
 	if (READ_ONCE(ecn))	/* the application's DSCP stays */
 		rc->route.tos = (rc->route.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+	/* after the TOS, a part of its key; without it: a lookup per packet */
+	vrdma_net_route_init(qp->vdev, &rc->route);
 	rc->route.defer = &rc->txq;	/* sent by vrdma_rc_unlock() */
 
 	vrdma_rc_config(qp, rc->route.family, &cfg);

@@ -171,9 +171,12 @@ struct vrdma_rc_resp {
 	u32 rd_in;			/* READ requests taken, not yet queued */
 	u32 msg_next;			/* next message to complete in order */
 	u32 ssn_done;			/* receive WQEs completed */
-	/* SRQ: WQEs taken in ssn order, [ssn_done, srq_taken) */
+	/*
+	 * SRQ: WQEs taken in ssn order, [ssn_done, srq_taken); the table
+	 * (VRDMA_RC_MSGS entries) exists only for a QP with an SRQ.
+	 */
 	u32 srq_taken;
-	struct vrdma_rqe srq_rqe[VRDMA_RC_MSGS];
+	struct vrdma_rqe *srq_rqe;
 	struct vrdma_rmsg rmsg[VRDMA_RC_MSGS];
 };
 
@@ -184,7 +187,7 @@ typedef int (*vrdma_rc_fail_fn)(struct vrdma_qp *qp);
 struct vrdma_rc_conn {
 	struct vrdma_qp *qp;
 	spinlock_t lock;		/* everything below; BH-safe */
-	struct vt_conn *vt;		/* the transport core's state */
+	struct vt_conn *vt;		/* the transport core's state: vt_state */
 	struct hrtimer timer;
 	u64 timer_at;			/* expiry the timer was last armed for */
 	u64 timer_end;			/* and the latest it may fire (slack) */
@@ -205,6 +208,11 @@ struct vrdma_rc_conn {
 	struct vrdma_rc_req req;
 	struct vrdma_rc_resp resp;
 	struct sk_buff_head txq;	/* built under lock, sent after it */
+	/*
+	 * Last, in the same allocation: one zeroed block per connection
+	 * (28 KB, an order-3 page block) instead of two (32 + 16 KB).
+	 */
+	struct vt_conn vt_state;
 };
 
 static inline bool vrdma_op_is_atomic(u8 op)

@@ -335,7 +335,7 @@ int vrdma_uc_connect(struct vrdma_qp *qp)
 		kfree(uc);
 		return rv;
 	}
-	vrdma_net_route_init(&uc->route);
+	vrdma_net_route_init(qp->vdev, &uc->route);
 	uc->dest_qpn = qp->attr.dest_qp_num;
 	uc->rx_psn = qp->attr.rq_psn;
 	uc->tx_psn = qp->attr.sq_psn;
