@@ -22,6 +22,8 @@
 # per function the calls per doorbell and the median duration.
 # LAT_GRAPH_VRDMA / LAT_GRAPH_RXE: another root for it than post_send
 # (e.g. vrdma_udp_data_ready / rxe_udp_encap_recv: the receive side).
+# LAT_BW=SIZE (with LAT_GRAPH): ib_send_bw of SIZE-byte messages, LAT_ITERS
+# of them, instead of the ping-pong: where a message's time goes at rate.
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
 . "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -159,13 +161,15 @@ run_one() {	# DRIVER LABEL
 		# shellcheck disable=SC2086 # lists of functions
 		trace_on $fns $fn_net ${LAT_EXTRA:-}
 	fi
-	timeout 120 ib_send_lat -d "$t"_w2 -F -p $port -x "$idx" -s 2 -n "$iters" >/tmp/srv.out 2>&1 &
+	local prog=ib_send_lat size=2
+	[ -n "${LAT_BW:-}" ] && prog=ib_send_bw size=$LAT_BW
+	timeout 120 $prog -d "$t"_w2 -F -p $port -x "$idx" -s "$size" -n "$iters" >/tmp/srv.out 2>&1 &
 	sleep 1
-	timeout 120 ib_send_lat -d "$t"_w1 -F -p $port -x "$idx" -s 2 -n "$iters" "$W2_IP" >/tmp/cli.out 2>&1
+	timeout 120 $prog -d "$t"_w1 -F -p $port -x "$idx" -s "$size" -n "$iters" "$W2_IP" >/tmp/cli.out 2>&1
 	wait
 	echo 0 >$T/tracing_on
 	port=$((port + 1))
-	grep -E '^ *[0-9]+ +[0-9]+' /tmp/cli.out | tail -n 1 | sed "s/^/# $label ib_send_lat: /"
+	grep -E '^ *[0-9]+ +[0-9]+' /tmp/cli.out | tail -n 1 | sed "s/^/# $label $prog: /"
 	grep -c . $T/trace | sed "s/^/# $label trace lines: /"
 	grep -q 'LOST' $T/trace && echo "# $label: the trace lost events (buffer)"
 	if [ -n "${LAT_GRAPH:-}" ]; then
