@@ -113,31 +113,41 @@ graph_on() {
 	echo "$2" >$T/max_graph_depth
 	echo 65536 >$T/buffer_size_kb
 	echo function_graph >$T/current_tracer
-	echo 1 >$T/options/funcgraph-tail
+	echo 1 >$T/options/funcgraph-tail 2>/dev/null	# names a closing brace (not in every kernel)
 	echo 0 >$T/options/funcgraph-irqs
 	: >$T/trace
 	echo 1 >$T/tracing_on
 }
 graph_report() {
-	# "  1)   2.345 us    |      name();" and "... us    |    } /* name */"
+	# "  1)   2.345 us    |      name();", "  1)        |    name() {" and
+	# "  1) + 70.8 us   |    }": a stack per CPU names each closing brace
 	awk -v root="$2" '
-	/us +\|/ {
-		split($0, a, "|"); d = a[1]; sub(/^.*\) */, "", d); gsub(/[+!#*@$ ]/, "", d)
-		sub(/us$/, "", d)
-		body = a[2]; ind = match(body, /[^ ]/) - 1
-		name = body; sub(/^ */, "", name)
-		if (name ~ /^} \/\* /) { sub(/^} \/\* /, "", name); sub(/ \*\/.*$/, "", name) }
-		else { sub(/\(\);.*$/, "", name) }
+	/\|/ {
+		split($0, a, "|"); pre = a[1]; body = a[2]
+		cpu = pre; sub(/\).*$/, "", cpu); gsub(/ /, "", cpu)
+		d = pre; sub(/^[^)]*\)/, "", d); gsub(/[+!#*@$ ]/, "", d); sub(/us$/, "", d)
+		ind = match(body, /[^ ]/) - 1
 		depth = int((ind - 1) / 2)
-		if (name == root && depth == 0) roots++
-		printf "%02d %s %s\n", depth, name, d
+		name = body; sub(/^ */, "", name); sub(/ \[[^]]*\]/, "", name)	# a module
+		if (name ~ /^}/) {
+			if ((cpu, depth) in stk) printf "%02d %s %s\n", depth, stk[cpu, depth], d
+			delete stk[cpu, depth]
+		} else if (name ~ /\) \{ *$/) {
+			sub(/\(\) \{ *$/, "", name)
+			stk[cpu, depth] = name
+			if (depth == 0 && name == root) roots++
+		} else if (name ~ /\(\);/) {
+			sub(/\(\);.*$/, "", name)
+			printf "%02d %s %s\n", depth, name, d
+			if (depth == 0 && name == root) roots++
+		}
 	}
 	END { printf "ROOTS %d\n", roots > "/tmp/graph.roots" }' >/tmp/graph.rows
 	sort -k1,1 -k2,2 -k3,3n /tmp/graph.rows | awk -v label="$1" -v roots="$(awk '{ print $2 }' /tmp/graph.roots)" '
 	function flush() {
-		if (n) printf "# %s graph: %*s%s: %.2f calls per root, median %.1f us\n", label, 2 * (k1 + 0), "", k2, n / (roots ? roots : 1), v[int((n + 1) / 2)]
+		if (n) printf "# %s graph: %*s%s: %.2f calls per root, median %.1f us, mean %.1f us\n", label, 2 * (k1 + 0), "", k2, n / (roots ? roots : 1), v[int((n + 1) / 2)], sum / n
 	}
-	{ if ($1 != k1 || $2 != k2) { flush(); k1 = $1; k2 = $2; n = 0 } v[++n] = $3 }
+	{ if ($1 != k1 || $2 != k2) { flush(); k1 = $1; k2 = $2; n = 0; sum = 0 } v[++n] = $3; sum += $3 }
 	END { flush() }'
 }
 
