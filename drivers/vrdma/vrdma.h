@@ -155,6 +155,8 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
  */
 struct vrdma_rx_cb {
 	u32 off;
+	struct vrdma_dev *vdev;		/* rx_steer: queued with a reference */
+	u32 qpn;			/* rx_steer: its connection */
 };
 
 #define VRDMA_RX_CB(skb)	((struct vrdma_rx_cb *)(skb)->cb)

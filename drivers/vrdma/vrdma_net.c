@@ -27,6 +27,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
+#include "vrdma_rc.h"
 #include "vrdma_verbs.h"
 #include "vt_wire.h"
 #include "rdma/vrdma-abi.h"
@@ -57,6 +58,19 @@ module_param(rx_handoff, bool, 0644);
 MODULE_PARM_DESC(rx_handoff, "received batches of data are placed by a worker on another CPU, and the ACKs that worker causes are taken on another CPU than its own (experimental, default N)");
 
 /*
+ * Experimental (docs/benchmarks.md, "Receive steering"): a one-packet RC
+ * message of a connection that is receiving a stream (it holds an ACK for
+ * data before it), and what follows it of that connection while it waits,
+ * is placed in a tasklet on another CPU, scheduled there by an IPI as
+ * receive packet steering does: the sender's CPU no longer runs both ends
+ * of a stream of small messages. A ping-pong's packets and bulk batches
+ * stay where they arrive.
+ */
+static bool rx_steer;
+module_param(rx_steer, bool, 0644);
+MODULE_PARM_DESC(rx_steer, "single-packet messages of a stream are placed on another CPU, woken by an IPI (experimental, default N)");
+
+/*
  * A receive hand-off queue: skbs taken off a socket in softirq, processed
  * in order by a worker on another CPU. @pending counts those queued or
  * being processed: while it is not zero, later ones queue behind them.
@@ -70,10 +84,24 @@ struct vrdma_rxq {
 	struct work_struct work;
 };
 
-/* One socket's two hand-off queues. */
+/*
+ * rx_steer's queue: skbs with their device (a reference each, in
+ * VRDMA_RX_CB), drained in order by a tasklet that an IPI schedules on
+ * another CPU.
+ */
+struct vrdma_steer {
+	struct sk_buff_head q;
+	unsigned int bytes;		/* truesize queued, under q.lock */
+	struct tasklet_struct tasklet;
+	call_single_data_t csd;
+	atomic_t ipi;			/* 1: the IPI is on its way */
+};
+
+/* One socket's hand-off queues. */
 struct vrdma_rxs {
 	struct vrdma_rxq data;
 	struct vrdma_rxq ack;
+	struct vrdma_steer steer;
 };
 
 struct vrdma_net {
@@ -148,6 +176,9 @@ static void vrdma_udp_count(struct sock *sk, int field)
  * queue: skb_iif names it), then the transport. Once per skb, which may
  * be a batch of packets.
  */
+static bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
+			   struct sk_buff *skb);
+
 static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
 {
 	struct ib_device *ibdev = NULL;
@@ -172,6 +203,8 @@ static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
 		goto drop;
 	if (handed)
 		vrdma_count(to_vrdma_dev(ibdev), VRDMA_CNT_RX_HANDOFF, 1);
+	else if (vrdma_rx_steer(sk, to_vrdma_dev(ibdev), skb))
+		return;		/* with its reference to the device */
 	vrdma_rx(to_vrdma_dev(ibdev), skb);
 	ib_device_put(ibdev);
 	return;
@@ -322,6 +355,136 @@ static void vrdma_rxq_stop(struct vrdma_rxq *q)
 	q->sk = NULL;
 }
 
+/* rx_steer: on the other CPU, in its IPI handler */
+static void vrdma_steer_ipi(void *info)
+{
+	struct vrdma_steer *st = info;
+
+	tasklet_schedule(&st->tasklet);
+	atomic_set_release(&st->ipi, 0);	/* the last touch of @st */
+}
+
+static struct sk_buff *vrdma_steer_take(struct vrdma_steer *st)
+{
+	struct sk_buff *skb;
+
+	spin_lock(&st->q.lock);
+	skb = __skb_dequeue(&st->q);
+	if (skb)
+		st->bytes -= skb->truesize;
+	spin_unlock(&st->q.lock);
+	return skb;
+}
+
+/* rx_steer: place what was queued, in order, 64 at a time */
+static void vrdma_steer_tasklet(struct tasklet_struct *t)
+{
+	struct vrdma_steer *st = from_tasklet(st, t, tasklet);
+	struct sk_buff *skb;
+	int budget = 64;
+
+	while (budget-- && (skb = vrdma_steer_take(st))) {
+		struct vrdma_dev *vdev = VRDMA_RX_CB(skb)->vdev;
+		u32 qpn = VRDMA_RX_CB(skb)->qpn;
+
+		vrdma_count(vdev, VRDMA_CNT_RX_HANDOFF, 1);
+		vrdma_rx(vdev, skb);
+		vrdma_rc_rx_steered(vdev, qpn);
+		ib_device_put(&vdev->ibdev);
+	}
+	if (budget < 0)
+		tasklet_schedule(t);
+}
+
+/* An RC data packet or batch that rx_steer places elsewhere (its qpn in cb). */
+static bool vrdma_rx_stream(struct vrdma_dev *vdev, struct sk_buff *skb)
+{
+	u8 buf[VT_DATA_HDR_LEN];
+	struct vt_data_hdr dh;
+	const void *p;
+	u32 len = skb->len;
+	bool one;
+
+	if (skb_is_gso(skb) && skb_shinfo(skb)->gso_size)
+		len = min_t(u32, len, skb_shinfo(skb)->gso_size);
+	if (len < VT_DATA_HDR_LEN)
+		return false;
+	p = skb_header_pointer(skb, 0, VT_DATA_HDR_LEN, buf);
+	if (!p || vt_data_hdr_decode(p, len, &dh) < 0 ||
+	    dh.opcode == VT_OP_UD_SEND || vt_op_is_uc(dh.opcode))
+		return false;
+	one = len == skb->len && (dh.flags & VT_F_SOM) && (dh.flags & VT_F_EOM);
+	VRDMA_RX_CB(skb)->qpn = dh.dst_conn;
+	return vrdma_rc_rx_steer(vdev, dh.dst_conn, one);
+}
+
+/*
+ * rx_steer: queue @skb for the other CPU if its connection says so
+ * (vrdma_rc_rx_steer()). True: taken, with the caller's reference to
+ * @vdev.
+ */
+static bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
+			   struct sk_buff *skb)
+{
+	struct vrdma_steer *st = &vrdma_rxs_of(sk)->steer;
+	bool full;
+
+	if (!READ_ONCE(rx_steer) || num_online_cpus() < 2)
+		return false;
+	if (!vrdma_rx_stream(vdev, skb))
+		return false;
+	VRDMA_RX_CB(skb)->vdev = vdev;
+	spin_lock(&st->q.lock);
+	full = st->bytes + skb->truesize > VRDMA_UDP_RCVBUF;
+	if (!full) {
+		__skb_queue_tail(&st->q, skb);
+		st->bytes += skb->truesize;
+	}
+	spin_unlock(&st->q.lock);
+	if (full) {
+		vrdma_udp_count(sk, UDP_MIB_RCVBUFERRORS);
+		vrdma_rc_rx_steered(vdev, VRDMA_RX_CB(skb)->qpn);
+		kfree_skb(skb);
+		ib_device_put(&vdev->ibdev);
+		return true;
+	}
+	/* a scheduled tasklet will see it; a running one looks again */
+	if (test_bit(TASKLET_STATE_SCHED, &st->tasklet.state) ||
+	    atomic_xchg(&st->ipi, 1))
+		return true;
+	if (smp_call_function_single_async(vrdma_rx_other_cpu(), &st->csd)) {
+		atomic_set(&st->ipi, 0);
+		tasklet_schedule(&st->tasklet);
+	}
+	return true;
+}
+
+static void vrdma_steer_init(struct vrdma_steer *st)
+{
+	skb_queue_head_init(&st->q);
+	st->bytes = 0;
+	tasklet_setup(&st->tasklet, vrdma_steer_tasklet);
+	INIT_CSD(&st->csd, vrdma_steer_ipi, st);
+	atomic_set(&st->ipi, 0);
+}
+
+/* The socket is closed: wait for the IPI and the tasklet, drop the rest. */
+static void vrdma_steer_stop(struct vrdma_steer *st)
+{
+	struct sk_buff *skb;
+
+	while (atomic_read_acquire(&st->ipi))
+		cpu_relax();
+	tasklet_kill(&st->tasklet);
+	while ((skb = vrdma_steer_take(st))) {
+		struct vrdma_dev *vdev = VRDMA_RX_CB(skb)->vdev;
+
+		vrdma_rc_rx_steered(vdev, VRDMA_RX_CB(skb)->qpn);
+		ib_device_put(&vdev->ibdev);
+		kfree_skb(skb);
+	}
+}
+
 /*
  * The socket has data: drain it here, in the softirq that queued it, so
  * no thread wakeup sits between a packet and its processing, except for
@@ -433,6 +596,8 @@ static __net_init int vrdma_net_ns_init(struct net *net)
 	mutex_init(&vn->lock);
 	RCU_INIT_POINTER(vn->sk4, NULL);
 	RCU_INIT_POINTER(vn->sk6, NULL);
+	vrdma_steer_init(&vn->rx4.steer);
+	vrdma_steer_init(&vn->rx6.steer);
 	vrdma_rxq_init(&vn->rx4.data, true);
 	vrdma_rxq_init(&vn->rx4.ack, false);
 	vrdma_rxq_init(&vn->rx6.data, true);
@@ -452,6 +617,7 @@ static void vrdma_udp_close(struct socket __rcu **slot, struct vrdma_rxs *rxs)
 	/* each worker only fills the other's queue from data_ready: none now */
 	vrdma_rxq_stop(&rxs->data);
 	vrdma_rxq_stop(&rxs->ack);
+	vrdma_steer_stop(&rxs->steer);
 }
 
 static __net_exit void vrdma_net_ns_exit(struct net *net)

@@ -441,20 +441,61 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	rcu_read_unlock();
 }
 
+static struct vrdma_rc_conn *vrdma_rc_lookup(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_verbs_dev *vd = vdev->priv;
+	struct vrdma_qp *qp = vd ? xa_load(&vd->qp_xa, qpn) : NULL;
+
+	return qp && qp->ibqp.qp_type == IB_QPT_RC ? qp_rc(qp) : NULL;
+}
+
+/*
+ * rx_steer (vrdma_net.c): whether a data packet (or batch) for @qpn is
+ * placed on the steering CPU. It must while earlier ones of its connection
+ * wait or are being placed there, which keeps their order; it may when it
+ * is a whole message in one packet (@one) and the connection holds an ACK
+ * for data before it: a stream of small messages, not a ping-pong. Counted
+ * until vrdma_rc_rx_steered(). The ACK test reads without the lock: a hint.
+ */
+bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
+{
+	struct vrdma_rc_conn *rc;
+	bool ret = false;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc && (atomic_read(&rc->rx_steered) ||
+		   (one && vt_rx_ack_pending(rc->vt)))) {
+		atomic_inc(&rc->rx_steered);
+		ret = true;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/* A steered packet (or batch) for @qpn was placed. */
+void vrdma_rc_rx_steered(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_rc_conn *rc;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc)
+		atomic_dec_if_positive(&rc->rx_steered);
+	rcu_read_unlock();
+}
+
 /* Take (or keep) the connection of @qpn in @b; NULL if there is none. */
 static struct vrdma_rc_conn *vrdma_rc_rx_conn(struct vrdma_dev *vdev,
 					      u32 qpn, struct vrdma_rc_rxb *b)
 {
-	struct vrdma_verbs_dev *vd = vdev->priv;
 	struct vrdma_rc_conn *rc;
-	struct vrdma_qp *qp;
 
 	if (b->rc && b->qpn == qpn)
 		return b->rc;
 	vrdma_rc_rx_flush(b);
 	rcu_read_lock();
-	qp = vd ? xa_load(&vd->qp_xa, qpn) : NULL;
-	rc = qp && qp->ibqp.qp_type == IB_QPT_RC ? qp_rc(qp) : NULL;
+	rc = vrdma_rc_lookup(vdev, qpn);
 	if (!rc) {
 		rcu_read_unlock();
 		return NULL;

@@ -12,6 +12,8 @@
 #  - copy-free transmit on top (payload in the MR's pages, batches that
 #    cross page boundaries);
 #  - the experimental receive hand-off (rx_handoff=1) on top;
+#  - the experimental receive steering (rx_steer=1): a stream of small
+#    messages placed by a tasklet on another CPU;
 #  - the control: tx_batch=1 sends no batch;
 #  - a sender netdev without UDP segmentation offload (the stack segments
 #    the batch before the veth: the receiver gets single packets), and the
@@ -82,6 +84,27 @@ if [ -f "$P/rx_handoff" ] && [ "$(nproc)" -ge 2 ]; then
 	echo 0 >"$P/rx_handoff"
 else
 	ktap_skip "receive hand-off: no rx_handoff parameter, or one CPU"
+fi
+
+# receive steering (experimental, off by default): one-packet messages of
+# a stream placed by a tasklet on another CPU, in order, the data verified
+# (dp_test's order case: 40 unsignaled SENDs, received in order with their
+# data), then a 64 B ib_send_bw stream that must complete
+if [ -f "$P/rx_steer" ] && [ "$(nproc)" -ge 2 ]; then
+	echo 1 >"$P/rx_steer"
+	steered() { echo $(($(dp_counter vrdma1 rx_handed_off) + $(dp_counter vrdma2 rx_handed_off))); }
+	s0=$(steered)
+	dpt "receive steering, dp_test" 150 --only send,order,write,read,sge
+	dp_pair 120 ib_send_bw -d vrdma1 -x "$G1" -s 64 -n 5000 -- \
+		ib_send_bw -d vrdma2 -x "$G2" -s 64 -n 5000 "$H1_IP" &&
+		ktap_ok "receive steering: 5000 64 B SENDs completed" ||
+		ktap_fail "receive steering: ib_send_bw -s 64 -n 5000"
+	s1=$(steered)
+	[ "$s1" -gt "$s0" ] && ktap_ok "receive steering: a tasklet placed messages (+$((s1 - s0)))" ||
+		ktap_fail "receive steering: nothing was steered"
+	echo 0 >"$P/rx_steer"
+else
+	ktap_skip "receive steering: no rx_steer parameter, or one CPU"
 fi
 
 echo 1 >"$P/tx_batch"
