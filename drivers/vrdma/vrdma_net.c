@@ -476,6 +476,7 @@ static void vrdma_steer_stop(struct vrdma_steer *st)
 	while (atomic_read_acquire(&st->ipi))
 		cpu_relax();
 	tasklet_kill(&st->tasklet);
+	local_bh_disable();	/* the queue's lock is a softirq one */
 	while ((skb = vrdma_steer_take(st))) {
 		struct vrdma_dev *vdev = VRDMA_RX_CB(skb)->vdev;
 
@@ -483,6 +484,7 @@ static void vrdma_steer_stop(struct vrdma_steer *st)
 		ib_device_put(&vdev->ibdev);
 		kfree_skb(skb);
 	}
+	local_bh_enable();
 }
 
 /*
