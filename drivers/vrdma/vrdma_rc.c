@@ -119,7 +119,7 @@ static struct vrdma_rc_conn *qp_rc(struct vrdma_qp *qp)
  */
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status)
 {
-	const struct vt_conn *c = rc->vt;
+	const struct vt_conn *c = &rc->vt;
 
 	lockdep_assert_held(&rc->lock);
 	if (!rc->error) {
@@ -193,8 +193,8 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	 * them would only find it full again, a timer storm that starves
 	 * the softirqs which drain the queue.
 	 */
-	u64 fine = rc->bp_until ? rc->bp_until : vt_tx_fine_wakeup(rc->vt);
-	u64 loss = rc->bp_until ? VT_NEVER : vt_tx_loss_wakeup(rc->vt);
+	u64 fine = rc->bp_until ? rc->bp_until : vt_tx_fine_wakeup(&rc->vt);
+	u64 loss = rc->bp_until ? VT_NEVER : vt_tx_loss_wakeup(&rc->vt);
 	u64 w, slack = 0;
 
 	/*
@@ -205,14 +205,14 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	 */
 	if (rc->error || rc->dead)
 		return;
-	fine = min(fine, vt_rx_next_wakeup(rc->vt));
+	fine = min(fine, vt_rx_next_wakeup(&rc->vt));
 	if (rc->req.resp_deadline)
 		loss = min(loss, rc->req.resp_deadline);
 	w = min(fine, loss);
 	if (w == VT_NEVER)
 		return;
-	if (rc->vt->stats[VT_STAT_RETX_PKTS] != rc->retx_seen) {
-		rc->retx_seen = rc->vt->stats[VT_STAT_RETX_PKTS];
+	if (rc->vt.stats[VT_STAT_RETX_PKTS] != rc->retx_seen) {
+		rc->retx_seen = rc->vt.stats[VT_STAT_RETX_PKTS];
 		rc->precise_until = now + VRDMA_RC_PRECISE_NS;
 	}
 	if (loss < fine && now >= rc->precise_until)
@@ -239,7 +239,7 @@ static bool vrdma_rc_blocked(struct vrdma_rc_conn *rc, u64 now)
 		rc->bp_wait_ns = 0;
 		return false;
 	}
-	if (vt_tx_idle(rc->vt))
+	if (vt_tx_idle(&rc->vt))
 		return true;
 	/* one count per wait */
 	if (!rc->bp_wait_ns)
@@ -269,9 +269,9 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	lockdep_assert_held(&rc->lock);
 	if (rc->dead)
 		return false;
-	if (now >= vt_tx_next_wakeup(rc->vt))
-		vt_tx_on_timer(rc->vt, now);
-	if (vt_rx_ack_due(rc->vt, now))
+	if (now >= vt_tx_next_wakeup(&rc->vt))
+		vt_tx_on_timer(&rc->vt, now);
+	if (vt_rx_ack_due(&rc->vt, now))
 		vrdma_resp_send_ack(rc, now);
 	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
 		vrdma_req_resp_expired(rc);
@@ -286,7 +286,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 			now = vrdma_rc_now();
 		if (vrdma_rc_blocked(rc, now))
 			break;
-		vt_tx_poll(rc->vt, now, &d);
+		vt_tx_poll(&rc->vt, now, &d);
 		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
 			vrdma_req_xmit_data(rc, &d);
 			continue;
@@ -306,7 +306,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	 * the ACK put its whole receive path (~20 us a round trip under
 	 * TCG) in front of the reply (docs/benchmarks.md, "Lazy ACKs").
 	 */
-	if (n && vt_rx_ack_pending(rc->vt))
+	if (n && vt_rx_ack_pending(&rc->vt))
 		vrdma_resp_send_ack(rc, now);
 	vrdma_rc_arm(rc, now);
 	if (n == VRDMA_RC_BUDGET || rc->error)
@@ -435,7 +435,7 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	if (!rc)
 		return;
 	b->rc = NULL;
-	vt_rx_run_end(rc->vt, b->data);
+	vt_rx_run_end(&rc->vt, b->data);
 	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now, false);
 	vrdma_rc_unlock_bh(rc);
 	rcu_read_unlock();
@@ -465,7 +465,7 @@ bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
 	rcu_read_lock();
 	rc = vrdma_rc_lookup(vdev, qpn);
 	if (rc && (atomic_read(&rc->rx_steered) ||
-		   (one && vt_rx_ack_pending(rc->vt)))) {
+		   (one && vt_rx_ack_pending(&rc->vt)))) {
 		atomic_inc(&rc->rx_steered);
 		ret = true;
 	}
@@ -523,7 +523,7 @@ static void vrdma_rc_rx_closed(struct vrdma_dev *vdev, struct sk_buff *skb,
 		sent = vrdma_grave_rx(vdev, skb, dh);
 	else if (dh && vrdma_route_from_peer(&rc->route, skb))
 		sent = vrdma_grave_ack(vdev, &rc->route, rc->qp->ibqp.qp_num,
-				       rc->dest_qpn, vt_rx_cum_psn(rc->vt), dh);
+				       rc->dest_qpn, vt_rx_cum_psn(&rc->vt), dh);
 	if (!sent)
 		vrdma_count(vdev, VRDMA_CNT_RX_NO_QP, 1);
 }
@@ -660,7 +660,6 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	rc = kvzalloc(sizeof(*rc), GFP_KERNEL);
 	if (!rc)
 		return -ENOMEM;
-	rc->vt = &rc->vt_state;
 	rc->req.swqe = kvcalloc(qp->sq.num, sizeof(*rc->req.swqe),
 				GFP_KERNEL);
 	if (qp->ibqp.srq)
@@ -681,7 +680,7 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	rc->route.defer = &rc->txq;	/* sent by vrdma_rc_unlock() */
 
 	vrdma_rc_config(qp, rc->route.family, &cfg);
-	if (vt_conn_init(rc->vt, &cfg, qp->ibqp.qp_num, qp->attr.dest_qp_num,
+	if (vt_conn_init(&rc->vt, &cfg, qp->ibqp.qp_num, qp->attr.dest_qp_num,
 			 qp->attr.sq_psn, qp->attr.rq_psn, vrdma_rc_now())) {
 		rv = -EINVAL;
 		goto err;
@@ -740,10 +739,10 @@ int vrdma_rc_start(struct vrdma_qp *qp)
 	 * Refused when READ responses already went out from RTR: the peer
 	 * adopted that PSN space (vt_rx_adopt_psn), so it stays.
 	 */
-	vt_tx_set_psn(rc->vt, qp->attr.sq_psn);
+	vt_tx_set_psn(&rc->vt, qp->attr.sq_psn);
 	/* IB_QP_RETRY_CNT and IB_QP_RNR_RETRY come with RTS */
-	rc->vt->cfg.retry_cnt = qp->attr.retry_cnt;
-	rc->vt->cfg.rnr_retry = qp->attr.rnr_retry;
+	rc->vt.cfg.retry_cnt = qp->attr.retry_cnt;
+	rc->vt.cfg.rnr_retry = qp->attr.rnr_retry;
 	rc->req.resp_timeout_ns = vrdma_rc_resp_timeout(qp);
 	rc->started = true;
 	vrdma_rc_run(rc);
@@ -775,7 +774,7 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp)
 		return;
 	spin_lock_bh(&rc->lock);
 	/* the ACK owed for what arrived: the peer may wait on it */
-	if (!rc->dead && vt_rx_next_wakeup(rc->vt) != VT_NEVER)
+	if (!rc->dead && vt_rx_next_wakeup(&rc->vt) != VT_NEVER)
 		vrdma_resp_send_ack(rc, vrdma_rc_now());
 	rc->dead = true;
 	vrdma_resp_flush_srq(rc);

@@ -187,7 +187,6 @@ typedef int (*vrdma_rc_fail_fn)(struct vrdma_qp *qp);
 struct vrdma_rc_conn {
 	struct vrdma_qp *qp;
 	spinlock_t lock;		/* everything below; BH-safe */
-	struct vt_conn *vt;		/* the transport core's state: vt_state */
 	struct hrtimer timer;
 	u64 timer_at;			/* expiry the timer was last armed for */
 	u64 timer_end;			/* and the latest it may fire (slack) */
@@ -210,10 +209,11 @@ struct vrdma_rc_conn {
 	struct sk_buff_head txq;	/* built under lock, sent after it */
 	atomic_t rx_steered;		/* rx_steer: queued or being placed */
 	/*
-	 * Last, in the same allocation: one zeroed block per connection
-	 * (28 KB, an order-3 page block) instead of two (32 + 16 KB).
+	 * The transport core's state, last and in the same allocation: one
+	 * zeroed block per connection (28 KB, an order-3 page block) instead
+	 * of two (32 + 16 KB).
 	 */
-	struct vt_conn vt_state;
+	struct vt_conn vt;
 };
 
 static inline bool vrdma_op_is_atomic(u8 op)

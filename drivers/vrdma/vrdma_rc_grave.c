@@ -90,7 +90,7 @@ void vrdma_grave_add(struct vrdma_qp *qp, struct vrdma_rc_conn *rc)
 	struct vrdma_verbs_dev *vd = qp->vdev->priv;
 	struct vrdma_grave *g, *old;
 
-	if (!vd || !vt_rx_accepted(rc->vt))
+	if (!vd || !vt_rx_accepted(&rc->vt))
 		return;
 	if (atomic_inc_return(&vd->n_graves) > VRDMA_GRAVES_MAX) {
 		atomic_dec(&vd->n_graves);
@@ -109,7 +109,7 @@ void vrdma_grave_add(struct vrdma_qp *qp, struct vrdma_rc_conn *rc)
 	g->route.flow_label = rc->route.flow_label;
 	g->dest_qpn = rc->dest_qpn;
 	spin_lock_bh(&rc->lock);
-	g->epsn = vt_rx_cum_psn(rc->vt);
+	g->epsn = vt_rx_cum_psn(&rc->vt);
 	spin_unlock_bh(&rc->lock);
 	g->expires = jiffies + VRDMA_GRAVE_SECS * HZ;
 	old = xa_store(&vd->grave_xa, qp->ibqp.qp_num, g, GFP_KERNEL);

@@ -279,7 +279,7 @@ static bool vrdma_req_queue(struct vrdma_rc_conn *rc, struct vrdma_swqe *sw,
 	u8 op = sw->sqe.opcode;
 
 	sw->msg_id = req->msg_next;
-	if (vt_tx_enqueue_ex(rc->vt, sw->msg_id, vrdma_req_wire_len(sw),
+	if (vt_tx_enqueue_ex(&rc->vt, sw->msg_id, vrdma_req_wire_len(sw),
 			     vrdma_req_lazy_ack(rc, sw) ? VT_MSG_LAZY_ACK : 0))
 		return false;
 	if (op == VRDMA_OP_SEND || op == VRDMA_OP_SEND_WITH_IMM ||
@@ -419,7 +419,7 @@ void vrdma_req_take_reads(struct vrdma_rc_conn *rc)
 						  VRDMA_RC_READS];
 		u32 id = req->msg_next;
 
-		if (vt_tx_enqueue(rc->vt, id, q->len))
+		if (vt_tx_enqueue(&rc->vt, id, q->len))
 			return;
 		req->tmsg[id % VRDMA_RC_MSGS] = *q;
 		req->msg_next++;
@@ -589,7 +589,7 @@ static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 	vrdma_frags_put(fr);	/* the probe carries no payload */
 	if (!buf)
 		return;
-	h->psn = vt_tx_acked_psn(rc->vt);
+	h->psn = vt_tx_acked_psn(&rc->vt);
 	h->payload_len = 0;
 	h->msg_off = 0;
 	h->flags = VT_F_ACKREQ | VT_F_RETX;
@@ -699,7 +699,7 @@ void vrdma_req_rx_ack(struct vrdma_rc_conn *rc, const struct vt_ack *ack,
 	u32 i;
 
 	lockdep_assert_held(&rc->lock);
-	if (vt_tx_on_ack(rc->vt, now, ack, &r) < 0 && !r.error)
+	if (vt_tx_on_ack(&rc->vt, now, ack, &r) < 0 && !r.error)
 		return;
 	for (i = 0; i < r.msgs_done; i++) {
 		struct vrdma_tmsg *tm = &req->tmsg[req->msg_acked %

@@ -63,7 +63,7 @@ void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
 {
 	struct vt_ack ack;
 
-	vt_rx_build_ack(rc->vt, now, &ack);
+	vt_rx_build_ack(&rc->vt, now, &ack);
 	ack.dst_conn = rc->dest_qpn;
 	vrdma_resp_xmit_ack(rc, &ack);
 }
@@ -603,11 +603,11 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	}
 	/* the peer's first message may start where we were never told */
 	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
-		vt_rx_adopt_psn(rc->vt, h->psn);
-	if (vt_rx_is_new(rc->vt, h->psn))
+		vt_rx_adopt_psn(&rc->vt, h->psn);
+	if (vt_rx_is_new(&rc->vt, h->psn))
 		nack = vrdma_resp_check(rc, h, skb, &rm);
 
-	vt_rx_on_data(rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
+	vt_rx_on_data(&rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
 		vrdma_resp_execute(rc, h, rm, skb);
 	vrdma_resp_complete(rc, v.msgs_done);

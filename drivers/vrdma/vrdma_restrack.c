@@ -49,7 +49,7 @@ static const u8 vrdma_qp_stats[] = {
 
 static void vrdma_qp_snapshot(struct vrdma_rc_conn *rc, struct vrdma_qp_snap *s)
 {
-	const struct vt_conn *c = rc->vt;
+	const struct vt_conn *c = &rc->vt;
 	u64 now = ktime_get_ns();
 	u32 i;
 

@@ -104,7 +104,7 @@ void vrdma_stats_conn_del(struct vrdma_dev *vdev, struct vrdma_rc_conn *rc)
 
 	spin_lock_bh(&vdev->conn_lock);
 	for (i = 0; i < VT_STAT_MAX; i++)
-		vdev->conn_retired[i] += rc->vt->stats[i];
+		vdev->conn_retired[i] += rc->vt.stats[i];
 	list_del(&rc->stats_node);
 	spin_unlock_bh(&vdev->conn_lock);
 }
@@ -133,7 +133,7 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 	list_for_each_entry(rc, &vdev->conns, stats_node) {
 		spin_lock(&rc->lock);
 		for (i = 0; i < ARRAY_SIZE(vrdma_conn_counters); i++)
-			out[i] += rc->vt->stats[vrdma_conn_counters[i].stat];
+			out[i] += rc->vt.stats[vrdma_conn_counters[i].stat];
 		spin_unlock(&rc->lock);
 	}
 	spin_unlock_bh(&vdev->conn_lock);
