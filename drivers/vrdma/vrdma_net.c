@@ -27,7 +27,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "vrdma.h"
-#include "vrdma_rc.h"
+#include "vrdma_rx_cpu.h"
 #include "vrdma_verbs.h"
 #include "vt_wire.h"
 #include "rdma/vrdma-abi.h"
@@ -41,68 +41,9 @@ module_param(tx_queue_kb, uint, 0644);
 MODULE_PARM_DESC(tx_queue_kb,
 		 "KB of vrdma packets (truesize) a network namespace may have queued below its socket (qdisc, driver, veth peer) before RC senders wait; 0: no limit (default 1024)");
 
-#define VRDMA_UDP_RCVBUF	(8 << 20)
-
 static uint tx_batch = VRDMA_BATCH_MAX;
 module_param(tx_batch, uint, 0644);
 MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 16); 1: one skb per packet");
-
-/*
- * Off by default: measured on the single-namespace wire (docs/benchmarks.md,
- * "Receive hand-off"), it splits one QP's bulk work over two vCPUs but
- * halves its bandwidth, the ACKs of a pipelined receiver breaking the
- * sender's batches into small ones.
- */
-static bool rx_handoff;
-module_param(rx_handoff, bool, 0644);
-MODULE_PARM_DESC(rx_handoff, "received batches of data are placed by a worker on another CPU, and the ACKs that worker causes are taken on another CPU than its own (experimental, default N)");
-
-/*
- * Experimental (docs/benchmarks.md, "Receive steering"): a one-packet RC
- * message of a connection that is receiving a stream (it holds an ACK for
- * data before it), and what follows it of that connection while it waits,
- * is placed in a tasklet on another CPU, scheduled there by an IPI as
- * receive packet steering does: the sender's CPU no longer runs both ends
- * of a stream of small messages. A ping-pong's packets and bulk batches
- * stay where they arrive.
- */
-static bool rx_steer;
-module_param(rx_steer, bool, 0644);
-MODULE_PARM_DESC(rx_steer, "single-packet messages of a stream are placed on another CPU, woken by an IPI (experimental, default N)");
-
-/*
- * A receive hand-off queue: skbs taken off a socket in softirq, processed
- * in order by a worker on another CPU. @pending counts those queued or
- * being processed: while it is not zero, later ones queue behind them.
- */
-struct vrdma_rxq {
-	struct sk_buff_head q;
-	unsigned int pending;		/* under q.lock */
-	unsigned int bytes;		/* truesize queued, under q.lock */
-	bool data;			/* places data (else takes ACKs) */
-	struct sock *sk;		/* held while the socket is open */
-	struct work_struct work;
-};
-
-/*
- * rx_steer's queue: skbs with their device (a reference each, in
- * VRDMA_RX_CB), drained in order by a tasklet that an IPI schedules on
- * another CPU.
- */
-struct vrdma_steer {
-	struct sk_buff_head q;
-	unsigned int bytes;		/* truesize queued, under q.lock */
-	struct tasklet_struct tasklet;
-	call_single_data_t csd;
-	atomic_t ipi;			/* 1: the IPI is on its way */
-};
-
-/* One socket's hand-off queues. */
-struct vrdma_rxs {
-	struct vrdma_rxq data;
-	struct vrdma_rxq ack;
-	struct vrdma_steer steer;
-};
 
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */
@@ -111,11 +52,6 @@ struct vrdma_net {
 	struct vrdma_rxs rx4;
 	struct vrdma_rxs rx6;
 };
-
-static struct workqueue_struct *vrdma_rx_wq;
-
-/* This CPU runs a data hand-off worker (set around each of its skbs). */
-static DEFINE_PER_CPU(bool, vrdma_rx_placing);
 
 static unsigned int vrdma_net_id;
 
@@ -159,7 +95,7 @@ static struct ib_device *vrdma_ibdev_of(struct net_device *ndev)
 	return ibdev;
 }
 
-static void vrdma_udp_count(struct sock *sk, int field)
+void vrdma_udp_count(struct sock *sk, int field)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6) {
@@ -176,10 +112,7 @@ static void vrdma_udp_count(struct sock *sk, int field)
  * queue: skb_iif names it), then the transport. Once per skb, which may
  * be a batch of packets.
  */
-static bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
-			   struct sk_buff *skb);
-
-static void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
+void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
 {
 	struct ib_device *ibdev = NULL;
 	struct net_device *ndev;
@@ -213,278 +146,11 @@ drop:
 	kfree_skb(skb);
 }
 
-static struct vrdma_rxs *vrdma_rxs_of(struct sock *sk)
+struct vrdma_rxs *vrdma_rxs_of(struct sock *sk)
 {
 	struct vrdma_net *vn = vrdma_pernet(sock_net(sk));
 
 	return sk->sk_family == AF_INET6 ? &vn->rx6 : &vn->rx4;
-}
-
-/* A CPU other than this one: the next online one, wrapping around. */
-static int vrdma_rx_other_cpu(void)
-{
-	int cpu = cpumask_next(smp_processor_id(), cpu_online_mask);
-
-	return cpu < nr_cpu_ids ? cpu : cpumask_first(cpu_online_mask);
-}
-
-/*
- * Queue @skb on @q if it must go there: @force, or something queued
- * before it still waits (the queue keeps the socket's order). False: the
- * caller processes it. A full queue drops it, as a full socket would.
- */
-static bool vrdma_rxq_add(struct vrdma_rxq *q, struct sk_buff *skb,
-			  bool force)
-{
-	bool full;
-
-	spin_lock(&q->q.lock);
-	if (!force && !q->pending) {
-		spin_unlock(&q->q.lock);
-		return false;
-	}
-	full = q->bytes + skb->truesize > VRDMA_UDP_RCVBUF;
-	if (!full) {
-		__skb_queue_tail(&q->q, skb);
-		q->pending++;
-		q->bytes += skb->truesize;
-	}
-	spin_unlock(&q->q.lock);
-	if (full) {
-		vrdma_udp_count(q->sk, UDP_MIB_RCVBUFERRORS);
-		kfree_skb(skb);
-		return true;
-	}
-	queue_work_on(vrdma_rx_other_cpu(), vrdma_rx_wq, &q->work);
-	return true;
-}
-
-/*
- * Where a datagram goes, in the receive softirq (see vrdma_rxq_work()):
- * data that comes as a batch to the data worker, an ACK that the data
- * worker's own packets caused to the ACK worker, and anything that must
- * follow what waits in either queue behind it. Everything else, a ping-
- * pong's single packets among it, stays here: no thread wakeup between
- * a packet and its answer.
- */
-static bool vrdma_rx_handoff(struct sock *sk, struct sk_buff *skb)
-{
-	struct vrdma_rxs *rxs;
-	u8 buf[2];		/* version and opcode */
-	const void *p;
-	int op;
-
-	/* off (the default): nothing on the receive path but this test */
-	if (!READ_ONCE(rx_handoff) || num_online_cpus() < 2)
-		return false;
-	rxs = vrdma_rxs_of(sk);
-	p = skb_header_pointer(skb, 0, sizeof(buf), buf);
-	op = p ? vt_pkt_opcode(p, sizeof(buf)) : -1;
-	if (op < 0)
-		return false;		/* malformed: dropped where it is */
-	if (op == VT_OP_ACK || op == VT_OP_NACK)
-		return vrdma_rxq_add(&rxs->ack, skb,
-				     __this_cpu_read(vrdma_rx_placing));
-	return vrdma_rxq_add(&rxs->data, skb,
-			     skb_shinfo(skb)->gso_size &&
-			     skb->len > skb_shinfo(skb)->gso_size);
-}
-
-/*
- * The hand-off worker. On one CPU, a QP's receive placement, the ACK it
- * sends, that ACK's processing at the sender and the sender's next batch
- * form one serial chain: a veth (or loopback) delivers into the backlog of
- * the CPU that sent, so bulk traffic between two QPs of one kernel ran on
- * one CPU with the other idle. Placing batches here, on another CPU, and
- * taking the ACKs they cause on yet another (the next one: the first CPU
- * again when there are two) splits the chain into a placing and a sending
- * side. The bound, high-priority worker runs softirq-like: bottom halves
- * off around each skb, so the receive path's locking is unchanged.
- */
-static void vrdma_rxq_work(struct work_struct *work)
-{
-	struct vrdma_rxq *q = container_of(work, struct vrdma_rxq, work);
-	struct sk_buff *skb;
-
-	for (;;) {
-		preempt_disable();
-		local_bh_disable();
-		spin_lock(&q->q.lock);
-		skb = __skb_dequeue(&q->q);
-		if (skb)
-			q->bytes -= skb->truesize;
-		spin_unlock(&q->q.lock);
-		if (!skb) {
-			local_bh_enable();
-			preempt_enable();
-			return;
-		}
-		__this_cpu_write(vrdma_rx_placing, q->data);
-		vrdma_udp_rcv(q->sk, skb, true);
-		spin_lock(&q->q.lock);
-		q->pending--;
-		spin_unlock(&q->q.lock);
-		/* the softirqs it raised (its ACKs) run here, still marked */
-		local_bh_enable();
-		__this_cpu_write(vrdma_rx_placing, false);
-		preempt_enable();
-		cond_resched();
-	}
-}
-
-static void vrdma_rxq_init(struct vrdma_rxq *q, bool data)
-{
-	skb_queue_head_init(&q->q);
-	q->pending = 0;
-	q->bytes = 0;
-	q->data = data;
-	q->sk = NULL;
-	INIT_WORK(&q->work, vrdma_rxq_work);
-}
-
-/* The socket is closed (no more data_ready): stop the worker, drop the rest. */
-static void vrdma_rxq_stop(struct vrdma_rxq *q)
-{
-	if (!q->sk)
-		return;
-	cancel_work_sync(&q->work);
-	skb_queue_purge(&q->q);
-	q->pending = 0;
-	q->bytes = 0;
-	sock_put(q->sk);
-	q->sk = NULL;
-}
-
-/* rx_steer: on the other CPU, in its IPI handler */
-static void vrdma_steer_ipi(void *info)
-{
-	struct vrdma_steer *st = info;
-
-	tasklet_schedule(&st->tasklet);
-	atomic_set_release(&st->ipi, 0);	/* the last touch of @st */
-}
-
-static struct sk_buff *vrdma_steer_take(struct vrdma_steer *st)
-{
-	struct sk_buff *skb;
-
-	spin_lock(&st->q.lock);
-	skb = __skb_dequeue(&st->q);
-	if (skb)
-		st->bytes -= skb->truesize;
-	spin_unlock(&st->q.lock);
-	return skb;
-}
-
-/* rx_steer: place what was queued, in order, 64 at a time */
-static void vrdma_steer_tasklet(struct tasklet_struct *t)
-{
-	struct vrdma_steer *st = from_tasklet(st, t, tasklet);
-	struct sk_buff *skb;
-	int budget = 64;
-
-	while (budget-- && (skb = vrdma_steer_take(st))) {
-		struct vrdma_dev *vdev = VRDMA_RX_CB(skb)->vdev;
-		u32 qpn = VRDMA_RX_CB(skb)->qpn;
-
-		vrdma_count(vdev, VRDMA_CNT_RX_HANDOFF, 1);
-		vrdma_rx(vdev, skb);
-		vrdma_rc_rx_steered(vdev, qpn);
-		ib_device_put(&vdev->ibdev);
-	}
-	if (budget < 0)
-		tasklet_schedule(t);
-}
-
-/* An RC data packet or batch that rx_steer places elsewhere (its qpn in cb). */
-static bool vrdma_rx_stream(struct vrdma_dev *vdev, struct sk_buff *skb)
-{
-	u8 buf[VT_DATA_HDR_LEN];
-	struct vt_data_hdr dh;
-	const void *p;
-	u32 len = skb->len;
-	bool one;
-
-	if (skb_is_gso(skb) && skb_shinfo(skb)->gso_size)
-		len = min_t(u32, len, skb_shinfo(skb)->gso_size);
-	if (len < VT_DATA_HDR_LEN)
-		return false;
-	p = skb_header_pointer(skb, 0, VT_DATA_HDR_LEN, buf);
-	if (!p || vt_data_hdr_decode(p, len, &dh) < 0 ||
-	    dh.opcode == VT_OP_UD_SEND || vt_op_is_uc(dh.opcode))
-		return false;
-	one = len == skb->len && (dh.flags & VT_F_SOM) && (dh.flags & VT_F_EOM);
-	VRDMA_RX_CB(skb)->qpn = dh.dst_conn;
-	return vrdma_rc_rx_steer(vdev, dh.dst_conn, one);
-}
-
-/*
- * rx_steer: queue @skb for the other CPU if its connection says so
- * (vrdma_rc_rx_steer()). True: taken, with the caller's reference to
- * @vdev.
- */
-static bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
-			   struct sk_buff *skb)
-{
-	struct vrdma_steer *st = &vrdma_rxs_of(sk)->steer;
-	bool full;
-
-	if (!READ_ONCE(rx_steer) || num_online_cpus() < 2)
-		return false;
-	if (!vrdma_rx_stream(vdev, skb))
-		return false;
-	VRDMA_RX_CB(skb)->vdev = vdev;
-	spin_lock(&st->q.lock);
-	full = st->bytes + skb->truesize > VRDMA_UDP_RCVBUF;
-	if (!full) {
-		__skb_queue_tail(&st->q, skb);
-		st->bytes += skb->truesize;
-	}
-	spin_unlock(&st->q.lock);
-	if (full) {
-		vrdma_udp_count(sk, UDP_MIB_RCVBUFERRORS);
-		vrdma_rc_rx_steered(vdev, VRDMA_RX_CB(skb)->qpn);
-		kfree_skb(skb);
-		ib_device_put(&vdev->ibdev);
-		return true;
-	}
-	/* a scheduled tasklet will see it; a running one looks again */
-	if (test_bit(TASKLET_STATE_SCHED, &st->tasklet.state) ||
-	    atomic_xchg(&st->ipi, 1))
-		return true;
-	if (smp_call_function_single_async(vrdma_rx_other_cpu(), &st->csd)) {
-		atomic_set(&st->ipi, 0);
-		tasklet_schedule(&st->tasklet);
-	}
-	return true;
-}
-
-static void vrdma_steer_init(struct vrdma_steer *st)
-{
-	skb_queue_head_init(&st->q);
-	st->bytes = 0;
-	tasklet_setup(&st->tasklet, vrdma_steer_tasklet);
-	INIT_CSD(&st->csd, vrdma_steer_ipi, st);
-	atomic_set(&st->ipi, 0);
-}
-
-/* The socket is closed: wait for the IPI and the tasklet, drop the rest. */
-static void vrdma_steer_stop(struct vrdma_steer *st)
-{
-	struct sk_buff *skb;
-
-	while (atomic_read_acquire(&st->ipi))
-		cpu_relax();
-	tasklet_kill(&st->tasklet);
-	local_bh_disable();	/* the queue's lock is a softirq one */
-	while ((skb = vrdma_steer_take(st))) {
-		struct vrdma_dev *vdev = VRDMA_RX_CB(skb)->vdev;
-
-		vrdma_rc_rx_steered(vdev, VRDMA_RX_CB(skb)->qpn);
-		ib_device_put(&vdev->ibdev);
-		kfree_skb(skb);
-	}
-	local_bh_enable();
 }
 
 /*
@@ -511,15 +177,6 @@ static void vrdma_udp_data_ready(struct sock *sk)
  * place. It also leaves out the encap socket's inet_inc_convert_csum,
  * which made receive-side segmentation checksum every segment.
  */
-/* The hand-off queues of a new socket hold it until it closes. */
-static void vrdma_rxs_start(struct vrdma_rxs *rxs, struct sock *sk)
-{
-	sock_hold(sk);
-	rxs->data.sk = sk;
-	sock_hold(sk);
-	rxs->ack.sk = sk;
-}
-
 static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
 				     struct vrdma_rxs *rxs)
 {
@@ -554,8 +211,6 @@ static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
 	release_sock(sock->sk);
 	return sock;
 }
-
-
 
 /*
  * Make sure @net has its vrdma sockets. Called when a device is bound to
@@ -598,12 +253,8 @@ static __net_init int vrdma_net_ns_init(struct net *net)
 	mutex_init(&vn->lock);
 	RCU_INIT_POINTER(vn->sk4, NULL);
 	RCU_INIT_POINTER(vn->sk6, NULL);
-	vrdma_steer_init(&vn->rx4.steer);
-	vrdma_steer_init(&vn->rx6.steer);
-	vrdma_rxq_init(&vn->rx4.data, true);
-	vrdma_rxq_init(&vn->rx4.ack, false);
-	vrdma_rxq_init(&vn->rx6.data, true);
-	vrdma_rxq_init(&vn->rx6.ack, false);
+	vrdma_rxs_init(&vn->rx4);
+	vrdma_rxs_init(&vn->rx6);
 	return 0;
 }
 
@@ -616,10 +267,7 @@ static void vrdma_udp_close(struct socket __rcu **slot, struct vrdma_rxs *rxs)
 	RCU_INIT_POINTER(*slot, NULL);
 	/* Waits for RCU readers, including vrdma_net_xmit(). */
 	udp_tunnel_sock_release(sock);
-	/* each worker only fills the other's queue from data_ready: none now */
-	vrdma_rxq_stop(&rxs->data);
-	vrdma_rxq_stop(&rxs->ack);
-	vrdma_steer_stop(&rxs->steer);
+	vrdma_rxs_stop(rxs);
 }
 
 static __net_exit void vrdma_net_ns_exit(struct net *net)
@@ -1145,21 +793,18 @@ drop:
 
 int vrdma_net_init(void)
 {
-	int rv;
+	int rv = vrdma_rx_cpu_init();
 
-	/* receive must progress under memory pressure (NVMe-oF, NFS) */
-	vrdma_rx_wq = alloc_workqueue("vrdma_rx", WQ_HIGHPRI | WQ_MEM_RECLAIM,
-				      0);
-	if (!vrdma_rx_wq)
-		return -ENOMEM;
+	if (rv)
+		return rv;
 	rv = register_pernet_subsys(&vrdma_net_ops);
 	if (rv)
-		destroy_workqueue(vrdma_rx_wq);
+		vrdma_rx_cpu_exit();
 	return rv;
 }
 
 void vrdma_net_exit(void)
 {
 	unregister_pernet_subsys(&vrdma_net_ops);
-	destroy_workqueue(vrdma_rx_wq);
+	vrdma_rx_cpu_exit();
 }

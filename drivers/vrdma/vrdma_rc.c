@@ -450,7 +450,7 @@ static struct vrdma_rc_conn *vrdma_rc_lookup(struct vrdma_dev *vdev, u32 qpn)
 }
 
 /*
- * rx_steer (vrdma_net.c): whether a data packet (or batch) for @qpn is
+ * rx_steer (vrdma_rx_cpu.c): whether a data packet (or batch) for @qpn is
  * placed on the steering CPU. It must while earlier ones of its connection
  * wait or are being placed there, which keeps their order; it may when it
  * is a whole message in one packet (@one) and the connection holds an ACK
