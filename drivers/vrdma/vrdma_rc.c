@@ -29,6 +29,7 @@
 #define VRDMA_RC_BP_POLL_MAX_NS	1000000	/* doubling up to this */
 #define VRDMA_RC_RESP_MIN_NS	(8 * NSEC_PER_SEC)
 #define VRDMA_RC_PRECISE_NS	NSEC_PER_SEC	/* precise loss timers after a retransmission */
+#define VRDMA_RC_LATE_NS	250000	/* a timer this late past its slack: a stall */
 
 static struct workqueue_struct *vrdma_rc_wq;
 
@@ -253,6 +254,19 @@ static bool vrdma_rc_blocked(struct vrdma_rc_conn *rc, u64 now)
 }
 
 /*
+ * The timer is due since well before @now, past its slack (it is running
+ * late, or is queued and overdue): this CPU did not run for a while, and
+ * an ACK may wait behind the stall. The core puts a timeout off once
+ * (vt_tx_timer_late()). A timer within its slack is on time: the loss
+ * timers are served late on purpose (vrdma_rc_arm()).
+ */
+static void vrdma_rc_late(struct vrdma_rc_conn *rc, u64 now)
+{
+	if (now > rc->timer_end + VRDMA_RC_LATE_NS)
+		vt_tx_timer_late(&rc->vt, now);
+}
+
+/*
  * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
@@ -269,8 +283,11 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	lockdep_assert_held(&rc->lock);
 	if (rc->dead)
 		return false;
-	if (now >= vt_tx_next_wakeup(&rc->vt))
+	if (now >= vt_tx_next_wakeup(&rc->vt)) {
+		if (hrtimer_is_queued(&rc->timer))
+			vrdma_rc_late(rc, now);
 		vt_tx_on_timer(&rc->vt, now);
+	}
 	if (vt_rx_ack_due(&rc->vt, now))
 		vrdma_resp_send_ack(rc, now);
 	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
@@ -367,9 +384,12 @@ static enum hrtimer_restart vrdma_rc_timer(struct hrtimer *t)
 	struct vrdma_rc_conn *rc = container_of(t, struct vrdma_rc_conn,
 						timer);
 
+	u64 now = vrdma_rc_now();
+
 	vrdma_count(rc->qp->vdev, VRDMA_CNT_TIMER_RUNS, 1);
 	spin_lock(&rc->lock);
-	vrdma_rc_run_at(rc, vrdma_rc_now(), false);
+	vrdma_rc_late(rc, now);
+	vrdma_rc_run_at(rc, now, false);
 	vrdma_rc_unlock(rc);
 	return HRTIMER_NORESTART;
 }

@@ -68,6 +68,7 @@ static const struct {
 	{ "cc_window_decreases", VT_STAT_CC_DECREASES },
 	{ "cc_window_undos", VT_STAT_CWND_UNDO },
 	{ "rto_undos", VT_STAT_RTO_UNDO },
+	{ "rto_stalls", VT_STAT_RTO_STALLS },
 	/* receiver */
 	{ "rx_data_packets", VT_STAT_RX_PKTS },
 	{ "rx_out_of_sequence", VT_STAT_RX_OOO },

@@ -455,6 +455,90 @@ TEST_F(Tx, LazyMessageDrainsWithoutAckRequest)
 	}
 }
 
+// Before any RTT sample a lazy first message's ACK may be held for the
+// lazy delay: the first RTO (and PTO) must outlast it, not fire at
+// rto_init_ns first, as it did on every connection that began lazily.
+TEST_F(Tx, FirstRtoOutlastsALazyHold)
+{
+	cfg.lazy_ack_delay_ns = 1000 * US;
+	ASSERT_LE(cfg.rto_init_ns, 1000 * US);
+	init();
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 1, 500, VT_MSG_LAZY_ACK), 0);
+	ASSERT_EQ(poll(0), VT_TX_SEND);
+	EXPECT_FALSE(d.flags & VT_F_ACKREQ);
+	EXPECT_EQ(c->tx.rto_deadline, 2000 * US);
+	vt_tx_on_timer(c.get(), 1999 * US);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+	EXPECT_FALSE(c->tx.tlp_pending);
+	// the held ACK at 1 ms: progress, no timeout, the first sample
+	ASSERT_EQ(on_ack(ack(1, 0, 0), 1010 * US), 0);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
+	// an ACK-requesting first message keeps rto_init_ns
+	cfg.lazy_ack_delay_ns = 0;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 500), 0);
+	ASSERT_EQ(poll(0), VT_TX_SEND);
+	EXPECT_EQ(c->tx.rto_deadline, cfg.rto_init_ns);
+}
+
+// A timer served long after its time (the platform's CPU stalled) puts
+// the timeout and the probe off once, by an RTO / PTO from then: the ACK
+// that cancels them may be queued behind the stall. A second late firing
+// of the put-off deadline is a timeout.
+TEST_F(Tx, LateTimerPutsTheTimeoutOffOnce)
+{
+	init();
+	warm_up();				// srtt 20 us
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 2000), 0);
+	send(100 * US);
+	send(100 * US);
+	const uint64_t rto_at = c->tx.rto_deadline;
+	ASSERT_EQ(c->tx.tlp_deadline, 150 * US);
+	// not due yet: nothing moves, nothing counted
+	vt_tx_timer_late(c.get(), 120 * US);
+	EXPECT_EQ(c->tx.rto_deadline, rto_at);
+	EXPECT_EQ(c->tx.tlp_deadline, 150 * US);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_STALLS], 0u);
+	// 10 ms late: both put off, counted once
+	const uint64_t late = rto_at + 10000 * US;
+	vt_tx_timer_late(c.get(), late);
+	vt_tx_on_timer(c.get(), late);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 0u);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_STALLS], 1u);
+	EXPECT_FALSE(c->tx.tlp_pending);
+	EXPECT_EQ(c->tx.rto_deadline, late + vt_tx_rto(c.get()));
+	EXPECT_EQ(c->tx.tlp_deadline, late + 50 * US);
+	EXPECT_EQ(poll(late), VT_TX_WAIT);
+	// the ACK that waited behind the stall: progress, nothing resent
+	ASSERT_EQ(on_ack(ack(3, 100 * US, 2), late + 10 * US), 0);
+	EXPECT_EQ(r.acked_pkts, 2u);
+	EXPECT_EQ(c->stats[VT_STAT_RETX_PKTS], 0u);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
+
+	// no ACK comes: late again, the put-off deadlines act
+	init();
+	warm_up();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 1000), 0);
+	send(100 * US);
+	uint64_t t = c->tx.rto_deadline + 5000 * US;
+	vt_tx_timer_late(c.get(), t);
+	ASSERT_EQ(c->tx.rto_deadline, t + vt_tx_rto(c.get()));
+	t = c->tx.rto_deadline + 5000 * US;
+	vt_tx_timer_late(c.get(), t);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_STALLS], 1u);
+	vt_tx_on_timer(c.get(), t);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+	ASSERT_EQ(poll(t), VT_TX_RETX);
+	EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+	// the timeout armed a new deadline: a stall may put that one off
+	t = c->tx.rto_deadline + 5000 * US;
+	vt_tx_timer_late(c.get(), t);
+	EXPECT_EQ(c->stats[VT_STAT_RTO_STALLS], 2u);
+	vt_tx_on_timer(c.get(), t);
+	EXPECT_EQ(c->stats[VT_STAT_TIMEOUTS], 1u);
+}
+
 // Batch deferral (tx_defer_pkts, on in the kernel's profile): once a burst
 // filled the window, the next waits until min(tx_defer_pkts, wnd / 2)
 // slots are free, then fills the window again; a message's short tail

@@ -209,6 +209,7 @@ const char *const vt_stat_names[VT_STAT_MAX] = {
 	[VT_STAT_NACKS_SENT] = "nacks_sent",
 	[VT_STAT_CWND_UNDO] = "cwnd_undos",
 	[VT_STAT_RTO_UNDO] = "rto_undos",
+	[VT_STAT_RTO_STALLS] = "rto_stalls",
 	[VT_STAT_CWND_FP] = "cwnd_fp",
 	[VT_STAT_RATE_MBPS] = "rate_mbps",
 	[VT_STAT_SRTT_NS] = "srtt_ns",

@@ -200,6 +200,7 @@ enum vt_stat {
 	VT_STAT_NACKS_SENT,
 	VT_STAT_CWND_UNDO,
 	VT_STAT_RTO_UNDO,	/* timeouts found spurious by the echo, undone */
+	VT_STAT_RTO_STALLS,	/* timeouts and probes put off: the host had stalled */
 	/* gauges */
 	VT_STAT_CWND_FP,
 	VT_STAT_RATE_MBPS,
@@ -295,6 +296,7 @@ struct vt_tx {
 	u64 dlv_start;
 	u64 next_send_ts;
 	u64 rto_deadline, tlp_deadline, reo_deadline, rnr_until;
+	u64 rto_stall_to, tlp_stall_to;	/* deadlines as vt_tx_timer_late() set them */
 	u64 rack_xmit_ts, rack_rtt;
 	u32 rack_psn;
 	bool rack_valid;		/* some packet was delivered */
@@ -410,6 +412,7 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d);
 int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		 struct vt_ack_result *r);
 void vt_tx_on_timer(struct vt_conn *c, u64 now);
+void vt_tx_timer_late(struct vt_conn *c, u64 now);
 u64 vt_tx_next_wakeup(const struct vt_conn *c);
 u64 vt_tx_loss_wakeup(const struct vt_conn *c);
 u64 vt_tx_fine_wakeup(const struct vt_conn *c);

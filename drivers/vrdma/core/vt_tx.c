@@ -62,6 +62,17 @@ static u64 ack_hold(const struct vt_conn *c)
 	return c->cfg.ack_delay_ns;
 }
 
+/*
+ * Before any RTT sample: the initial RTO, or the receiver's longest hold
+ * if that is longer. A connection's first message is often a lazy one
+ * (unsignaled, held up to lazy_ack_delay_ns), and its ACK must not lose
+ * the race with a 1 ms timeout, as every such connection's did.
+ */
+static u64 first_rto(const struct vt_conn *c)
+{
+	return VT_MAX(c->cfg.rto_init_ns, ack_hold(c));
+}
+
 /* RTO = max(rto_min, srtt + 4 * rttvar + ack delay) << backoff, <= rto_max */
 u64 vt_tx_rto(const struct vt_conn *c)
 {
@@ -74,8 +85,7 @@ u64 vt_tx_rto(const struct vt_conn *c)
 	 * RTT samples exclude the receiver's hold time, so the longest ACK
 	 * delay is added back: a coalesced ACK must not look like a loss.
 	 */
-	rto = t->srtt ? t->srtt + 4 * t->rttvar + ack_hold(c) :
-	      c->cfg.rto_init_ns;
+	rto = t->srtt ? t->srtt + 4 * t->rttvar + ack_hold(c) : first_rto(c);
 	rto = VT_MAX(rto, c->cfg.rto_min_ns);
 	if (rto > (c->cfg.rto_max_ns >> t->backoff))
 		return c->cfg.rto_max_ns;
@@ -85,7 +95,7 @@ u64 vt_tx_rto(const struct vt_conn *c)
 static u64 pto(const struct vt_conn *c)
 {
 	if (!c->tx.srtt)
-		return c->cfg.rto_init_ns;
+		return first_rto(c);
 	return VT_MAX(2 * c->tx.srtt + ack_hold(c), c->cfg.tlp_min_ns);
 }
 
@@ -797,6 +807,40 @@ static void on_rto(struct vt_conn *c, u64 now)
 	t->in_recovery = true;
 	t->recovery_end = t->snd_nxt;
 	t->rto_deadline = now + vt_tx_rto(c);
+}
+
+/*
+ * The platform's timer ran well after its time: the host did not run this
+ * connection's CPU for a while (a VM's vCPU descheduled by a busy host, a
+ * long softirq), so the ACK that would have cancelled a timeout due now
+ * may be waiting behind the stall, received but not yet processed. A
+ * timeout due at @now waits one RTO more, and a tail loss probe one PTO,
+ * counted from @now: they measure time the host ran. Once per deadline:
+ * if the put-off one passes too, late or not, it acts. Under TCG on a
+ * loaded 2-core host nearly every timeout came 3-20 ms late and 80-90 %
+ * were undone as spurious (docs/transport.md, "Late timers").
+ */
+void vt_tx_timer_late(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+	bool late = false;
+
+	if (t->error || !outstanding(t))
+		return;
+	if (t->rto_deadline <= now && t->rto_deadline != t->rto_stall_to) {
+		t->rto_deadline = now + vt_tx_rto(c);
+		t->rto_stall_to = t->rto_deadline;
+		late = true;
+	}
+	if (t->tlp_deadline <= now && t->tlp_deadline != t->tlp_stall_to) {
+		u64 p = now + pto(c);
+
+		t->tlp_deadline = p < t->rto_deadline ? p : VT_NEVER;
+		t->tlp_stall_to = t->tlp_deadline;
+		late = true;
+	}
+	if (late)
+		c->stats[VT_STAT_RTO_STALLS]++;
 }
 
 void vt_tx_on_timer(struct vt_conn *c, u64 now)
