@@ -817,7 +817,7 @@ static void on_rto(struct vt_conn *c, u64 now)
  * timeout due at @now waits one RTO more, and a tail loss probe one PTO,
  * counted from @now: they measure time the host ran. Once per deadline:
  * if the put-off one passes too, late or not, it acts. Under TCG on a
- * loaded 2-core host nearly every timeout came 3-20 ms late and 80-90 %
+ * loaded 2-core host nearly every timeout came 1-20 ms late and ~80 %
  * were undone as spurious (docs/transport.md, "Late timers").
  */
 void vt_tx_timer_late(struct vt_conn *c, u64 now)
