@@ -159,6 +159,9 @@ struct vrdma_rx_cb {
 	u32 qpn;			/* rx_steer: its connection */
 };
 
+/* VRDMA_RX_CB's qpn of a steered ACK: it counts in no rx_steered */
+#define VRDMA_RX_NO_QPN		U32_MAX
+
 #define VRDMA_RX_CB(skb)	((struct vrdma_rx_cb *)(skb)->cb)
 
 /* Where the payload of the packet in hand starts in @skb. */

@@ -411,6 +411,7 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 	 * the work when the lock is taken then.
 	 */
 	if (qp->user && !in_interrupt() && !irqs_disabled()) {
+		WRITE_ONCE(rc->tx_cpu, raw_smp_processor_id());
 		spin_lock_bh(&rc->lock);
 	} else if (in_hardirq() || irqs_disabled() ||
 		   !spin_trylock_bh(&rc->lock)) {
@@ -491,6 +492,44 @@ bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
 	}
 	rcu_read_unlock();
 	return ret;
+}
+
+/*
+ * A stream: more than one message unacknowledged, or data or WQEs that
+ * wait to be sent. Not a ping-pong, whose one message's ACK sends nothing.
+ * Read without the lock: a hint.
+ */
+static bool vrdma_rc_streaming(struct vrdma_rc_conn *rc)
+{
+	return READ_ONCE(rc->req.msg_next) - READ_ONCE(rc->req.msg_acked) > 1 ||
+	       vt_tx_unsent(&rc->vt) || READ_ONCE(rc->req.sq_blocked);
+}
+
+/*
+ * rx_steer: the CPU an ACK for @qpn is taken on, or -1 for this one. A
+ * stream whose process posts on another CPU takes its ACKs there. Taken
+ * here, the run an ACK causes (new data, WQEs it let in, a RACK resend)
+ * sent from here, into this CPU's backlog, while the doorbells send into
+ * the other's, and two backlogs drain independently: with the steered
+ * placement's ACKs coming from the steering CPU, 1-2 % of a 64 B stream
+ * reached the peer out of sequence, ~190 packets resent in 6 s; taken on
+ * the posting CPU, 2 packets and 4 (docs/benchmarks.md, "Receive
+ * steering").
+ */
+int vrdma_rc_ack_steer(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_rc_conn *rc;
+	int cpu = -1;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc && vrdma_rc_streaming(rc)) {
+		cpu = READ_ONCE(rc->tx_cpu);
+		if (cpu < 0 || cpu == smp_processor_id() || !cpu_online(cpu))
+			cpu = -1;
+	}
+	rcu_read_unlock();
+	return cpu;
 }
 
 /* A steered packet (or batch) for @qpn was placed. */
@@ -707,6 +746,7 @@ int vrdma_rc_connect(struct vrdma_qp *qp, vrdma_rc_fail_fn qp_fail)
 	}
 
 	rc->qp = qp;
+	rc->tx_cpu = -1;
 	rc->qp_fail = qp_fail;
 	rc->dest_qpn = qp->attr.dest_qp_num;
 	/*

@@ -208,6 +208,7 @@ struct vrdma_rc_conn {
 	struct vrdma_rc_resp resp;
 	struct sk_buff_head txq;	/* built under lock, sent after it */
 	atomic_t rx_steered;		/* rx_steer: queued or being placed */
+	int tx_cpu;			/* rx_steer: the CPU of the last user doorbell */
 	/*
 	 * The transport core's state, last and in the same allocation: one
 	 * zeroed block per connection (28 KB, an order-3 page block) instead
@@ -263,6 +264,7 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b);
 bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one);
 void vrdma_rc_rx_steered(struct vrdma_dev *vdev, u32 qpn);
+int vrdma_rc_ack_steer(struct vrdma_dev *vdev, u32 qpn);
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);

@@ -37,7 +37,10 @@ MODULE_PARM_DESC(rx_handoff, "received batches of data are placed by a worker on
  * is placed in a tasklet on another CPU, scheduled there by an IPI as
  * receive packet steering does: the sender's CPU no longer runs both ends
  * of a stream of small messages. A ping-pong's packets and bulk batches
- * stay where they arrive.
+ * stay where they arrive. The ACKs of a stream that arrive on another CPU
+ * than the one its process posts from are taken there, by a second such
+ * tasklet (vrdma_rc_ack_steer()): what their runs send then leaves from
+ * the doorbells' CPU, in order.
  */
 static bool rx_steer;
 module_param(rx_steer, bool, 0644);
@@ -260,20 +263,15 @@ static bool vrdma_rx_stream(struct vrdma_dev *vdev, struct sk_buff *skb)
 }
 
 /*
- * rx_steer: queue @skb for the other CPU if its connection says so
- * (vrdma_rc_rx_steer()). True: taken, with the caller's reference to
- * @vdev.
+ * Queue @skb (the caller's reference to @vdev with it) on @st, whose
+ * tasklet an IPI schedules on @cpu unless it is scheduled already.
  */
-bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
-		    struct sk_buff *skb)
+static void vrdma_steer_queue(struct sock *sk, struct vrdma_steer *st,
+			      struct vrdma_dev *vdev, struct sk_buff *skb,
+			      int cpu)
 {
-	struct vrdma_steer *st = &vrdma_rxs_of(sk)->steer;
 	bool queued;
 
-	if (!READ_ONCE(rx_steer) || num_online_cpus() < 2)
-		return false;
-	if (!vrdma_rx_stream(vdev, skb))
-		return false;
 	VRDMA_RX_CB(skb)->vdev = vdev;
 	spin_lock(&st->sq.q.lock);
 	queued = vrdma_skbq_put(&st->sq, skb);
@@ -282,16 +280,57 @@ bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
 		vrdma_rc_rx_steered(vdev, VRDMA_RX_CB(skb)->qpn);
 		vrdma_skbq_drop(sk, skb);
 		ib_device_put(&vdev->ibdev);
-		return true;
+		return;
 	}
 	/* a scheduled tasklet will see it; a running one looks again */
 	if (test_bit(TASKLET_STATE_SCHED, &st->tasklet.state) ||
 	    atomic_xchg(&st->ipi, 1))
-		return true;
-	if (smp_call_function_single_async(vrdma_rx_other_cpu(), &st->csd)) {
+		return;
+	if (smp_call_function_single_async(cpu, &st->csd)) {
 		atomic_set(&st->ipi, 0);
 		tasklet_schedule(&st->tasklet);
 	}
+}
+
+/* An ACK for a connection whose sender runs on another CPU: its CPU. */
+static int vrdma_rx_ack_cpu(struct vrdma_dev *vdev, struct sk_buff *skb)
+{
+	u8 buf[VT_ACK_LEN];
+	struct vt_ack a;
+	const void *p;
+
+	if (skb_is_gso(skb) || skb->len < VT_ACK_LEN)
+		return -1;
+	p = skb_header_pointer(skb, 0, VT_ACK_LEN, buf);
+	if (!p || vt_pkt_opcode(p, skb->len) != VT_OP_ACK ||
+	    vt_ack_decode(p, skb->len, &a) < 0)
+		return -1;
+	VRDMA_RX_CB(skb)->qpn = VRDMA_RX_NO_QPN;
+	return vrdma_rc_ack_steer(vdev, a.dst_conn);
+}
+
+/*
+ * rx_steer: queue @skb for the other CPU if its connection says so
+ * (vrdma_rc_rx_steer()). True: taken, with the caller's reference to
+ * @vdev.
+ */
+bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
+		    struct sk_buff *skb)
+{
+	struct vrdma_steer *st = &vrdma_rxs_of(sk)->steer;
+	int cpu;
+
+	if (!READ_ONCE(rx_steer) || num_online_cpus() < 2)
+		return false;
+	cpu = vrdma_rx_ack_cpu(vdev, skb);
+	if (cpu >= 0) {
+		vrdma_steer_queue(sk, &vrdma_rxs_of(sk)->ack_steer, vdev, skb,
+				  cpu);
+		return true;
+	}
+	if (!vrdma_rx_stream(vdev, skb))
+		return false;
+	vrdma_steer_queue(sk, st, vdev, skb, vrdma_rx_other_cpu());
 	return true;
 }
 
@@ -336,6 +375,7 @@ void vrdma_rxs_init(struct vrdma_rxs *rxs)
 	vrdma_rxq_init(&rxs->data, true);
 	vrdma_rxq_init(&rxs->ack, false);
 	vrdma_steer_init(&rxs->steer);
+	vrdma_steer_init(&rxs->ack_steer);
 }
 
 /* The socket is closed: no more data_ready, so none of them fills another. */
@@ -344,6 +384,7 @@ void vrdma_rxs_stop(struct vrdma_rxs *rxs)
 	vrdma_rxq_stop(&rxs->data);
 	vrdma_rxq_stop(&rxs->ack);
 	vrdma_steer_stop(&rxs->steer);
+	vrdma_steer_stop(&rxs->ack_steer);
 }
 
 int vrdma_rx_cpu_init(void)

@@ -53,6 +53,7 @@ struct vrdma_rxs {
 	struct vrdma_rxq data;
 	struct vrdma_rxq ack;
 	struct vrdma_steer steer;
+	struct vrdma_steer ack_steer;	/* ACKs, to the sender's CPU */
 };
 
 /* vrdma_net.c */

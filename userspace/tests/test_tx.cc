@@ -92,6 +92,25 @@ TEST_F(Tx, SegmentsMessagesIntoMtuPackets)
 	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER);
 }
 
+// vt_tx_unsent(): new data waits (queued, not all sent), whatever is in
+// flight; the kernel's receive steering asks it of an ACK's connection.
+TEST_F(Tx, UnsentIsQueuedDataNotYetSent)
+{
+	cfg.init_cwnd = 2;
+	init();
+	EXPECT_FALSE(vt_tx_unsent(c.get()));
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 3000), 0);
+	EXPECT_TRUE(vt_tx_unsent(c.get()));
+	send(0);
+	send(0);
+	EXPECT_EQ(poll(0), VT_TX_WAIT);		// the window is full
+	EXPECT_TRUE(vt_tx_unsent(c.get()));
+	ASSERT_EQ(on_ack(ack(2, 0, 1), 20 * US), 0);
+	send(20 * US);
+	EXPECT_FALSE(vt_tx_unsent(c.get()));	// all sent, one in flight
+	EXPECT_FALSE(vt_tx_idle(c.get()));
+}
+
 TEST_F(Tx, WindowIsMinOfCwndRwndAndMax)
 {
 	init();

@@ -418,6 +418,7 @@ u64 vt_tx_loss_wakeup(const struct vt_conn *c);
 u64 vt_tx_fine_wakeup(const struct vt_conn *c);
 u32 vt_tx_wnd(const struct vt_conn *c);
 bool vt_tx_idle(const struct vt_conn *c);
+bool vt_tx_unsent(const struct vt_conn *c);
 /* A PSN the peer has acknowledged (snd_una - 1): a sure duplicate there. */
 u32 vt_tx_acked_psn(const struct vt_conn *c);
 u64 vt_tx_rto(const struct vt_conn *c);

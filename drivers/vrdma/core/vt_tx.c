@@ -121,6 +121,12 @@ bool vt_tx_idle(const struct vt_conn *c)
 	return !outstanding(&c->tx) && c->tx.mq_head == c->tx.mq_tail;
 }
 
+/* Messages queued that are not all sent yet (new data waits). */
+bool vt_tx_unsent(const struct vt_conn *c)
+{
+	return c->tx.mq_head != c->tx.mq_tail;
+}
+
 u32 vt_tx_acked_psn(const struct vt_conn *c)
 {
 	return c->tx.snd_una - 1;
