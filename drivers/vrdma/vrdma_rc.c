@@ -495,13 +495,14 @@ bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
 }
 
 /*
- * A stream: more than one message unacknowledged, or data or WQEs that
- * wait to be sent. Not a ping-pong, whose one message's ACK sends nothing.
- * Read without the lock: a hint.
+ * A stream: more than two messages unacknowledged, or data or WQEs that
+ * wait to be sent. Not a ping-pong, which has at most two (the one just
+ * answered, whose ACK follows the answer, and the next) and whose ACK's
+ * run sends nothing. Read without the lock: a hint.
  */
 static bool vrdma_rc_streaming(struct vrdma_rc_conn *rc)
 {
-	return READ_ONCE(rc->req.msg_next) - READ_ONCE(rc->req.msg_acked) > 1 ||
+	return READ_ONCE(rc->req.msg_next) - READ_ONCE(rc->req.msg_acked) > 2 ||
 	       vt_tx_unsent(&rc->vt) || READ_ONCE(rc->req.sq_blocked);
 }
 
