@@ -310,27 +310,27 @@ static int vrdma_rx_ack_cpu(struct vrdma_dev *vdev, struct sk_buff *skb)
 }
 
 /*
- * rx_steer: queue @skb for the other CPU if its connection says so
- * (vrdma_rc_rx_steer()). True: taken, with the caller's reference to
- * @vdev.
+ * rx_steer: queue @skb for another CPU if its connection says so: a
+ * stream's ACK for the CPU its process posts from (vrdma_rc_ack_steer()),
+ * a stream's data for the other CPU (vrdma_rc_rx_steer()). True: taken,
+ * with the caller's reference to @vdev.
  */
 bool vrdma_rx_steer(struct sock *sk, struct vrdma_dev *vdev,
 		    struct sk_buff *skb)
 {
-	struct vrdma_steer *st = &vrdma_rxs_of(sk)->steer;
+	struct vrdma_rxs *rxs = vrdma_rxs_of(sk);
 	int cpu;
 
 	if (!READ_ONCE(rx_steer) || num_online_cpus() < 2)
 		return false;
 	cpu = vrdma_rx_ack_cpu(vdev, skb);
 	if (cpu >= 0) {
-		vrdma_steer_queue(sk, &vrdma_rxs_of(sk)->ack_steer, vdev, skb,
-				  cpu);
+		vrdma_steer_queue(sk, &rxs->ack_steer, vdev, skb, cpu);
 		return true;
 	}
 	if (!vrdma_rx_stream(vdev, skb))
 		return false;
-	vrdma_steer_queue(sk, st, vdev, skb, vrdma_rx_other_cpu());
+	vrdma_steer_queue(sk, &rxs->steer, vdev, skb, vrdma_rx_other_cpu());
 	return true;
 }
 
