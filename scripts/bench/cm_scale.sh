@@ -18,7 +18,9 @@
 #
 # A/B of module builds in one boot: a transport named PATH.ko[,PARAM=V...]
 # is vrdma with that module (wire-lib.sh use_ko), e.g.
-# CMS_TRANSPORTS="/tmp/a.ko /tmp/b.ko rxe /tmp/a.ko /tmp/b.ko".
+# CMS_TRANSPORTS="/tmp/a.ko /tmp/b.ko rxe /tmp/a.ko /tmp/b.ko". rxe may come
+# more than once: within one boot the rates drift up from the first run on,
+# so alternate ("rxe vrdma rxe vrdma") and read the pairs.
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
 . "$VRDMA_ROOT/selftests/vrdma/dp_lib.inc"
 . "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
@@ -125,10 +127,14 @@ for T in $transports; do
 		SDEV=vrdma1 CDEV=vrdma2 SGID=$G1 CGID=$G2
 		;;
 	rxe)
-		modprobe rdma_rxe || { echo "# no rdma_rxe"; continue; }
-		wire_single || { echo "# wire_single failed"; continue; }
-		rdma link add rxe_w1 type rxe netdev "$W1_IF" && defer rdma link del rxe_w1
-		rdma link add rxe_w2 type rxe netdev "$W2_IF" && defer rdma link del rxe_w2
+		# once: a transport list may name rxe again (alternating A/B)
+		if [ -z "${rxe_up:-}" ]; then
+			modprobe rdma_rxe || { echo "# no rdma_rxe"; continue; }
+			wire_single || { echo "# wire_single failed"; continue; }
+			rdma link add rxe_w1 type rxe netdev "$W1_IF" && defer rdma link del rxe_w1
+			rdma link add rxe_w2 type rxe netdev "$W2_IF" && defer rdma link del rxe_w2
+			rxe_up=1
+		fi
 		SX='' CX='' SIP=$W2_IP CSRC="--src $W1_IP"
 		SDEV=rxe_w2 CDEV=rxe_w1 SGID=1 CGID=1
 		;;
