@@ -138,6 +138,7 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		     u32 buf_len, struct vrdma_frags *fr);
 void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
 		      struct vrdma_batch *b);
+bool vrdma_batch_room(const struct vrdma_batch *b, u32 len);
 int vrdma_net_route_init(struct vrdma_dev *vdev, struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);

@@ -403,6 +403,13 @@ static bool vrdma_batch_fits(const struct vrdma_batch *b, __be16 sport,
 	       skb->len + len <= VRDMA_BATCH_BYTES;
 }
 
+/* @b is open and takes one more @len-byte packet on its path. */
+bool vrdma_batch_room(const struct vrdma_batch *b, u32 len)
+{
+	return b->skb && vrdma_batch_fits(b, b->sport, len, 1) &&
+	       b->n < min_t(u32, READ_ONCE(tx_batch), VRDMA_BATCH_MAX);
+}
+
 /*
  * Add a packet for UDP source port @sport to @b: the @buf_len bytes at
  * @buf (from vrdma_batch_alloc()), then the pages of @fr. A packet that

@@ -278,6 +278,7 @@ static void vrdma_rc_late(struct vrdma_rc_conn *rc, u64 now)
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 {
 	struct vt_tx_decision d;
+	bool ack;
 	int n;
 
 	lockdep_assert_held(&rc->lock);
@@ -313,17 +314,19 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 					      vrdma_req_err_status(d.error));
 		break;
 	}
-	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	/*
 	 * Data went out while an ACK of the peer's data is held back: the
-	 * ACK goes with it, as a reply would carry it (the data header has
-	 * no room for one), and a request-response exchange waits on no ACK
-	 * timer. It leaves after the data: the peer's process waits for our
-	 * data, not for the ACK of an unsignaled message, and placed first
-	 * the ACK put its whole receive path (~20 us a round trip under
-	 * TCG) in front of the reply (docs/benchmarks.md, "Lazy ACKs").
+	 * ACK goes with it, as a reply would carry it, and a request-response
+	 * exchange waits on no ACK timer. It leaves after the data: the
+	 * peer's process waits for our data, not for the ACK of an
+	 * unsignaled message, and placed first the ACK put its whole receive
+	 * path (~20 us a round trip under TCG) in front of the reply
+	 * (docs/benchmarks.md, "Lazy ACKs"). In the data's skb where it fits.
 	 */
-	if (n && vt_rx_ack_pending(&rc->vt))
+	ack = n && vt_rx_ack_pending(&rc->vt) &&
+	      !vrdma_resp_ack_in_batch(rc, now);
+	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
+	if (ack)
 		vrdma_resp_send_ack(rc, now);
 	vrdma_rc_arm(rc, now);
 	if (n == VRDMA_RC_BUDGET || rc->error)

@@ -69,6 +69,39 @@ void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
 }
 
 /*
+ * The ACK owed the peer as the last packet of the run's open batch, on
+ * the path of the data before it: one skb through both stacks instead
+ * of two, and one pass of the peer's receive path (socket, QP lookup,
+ * lock, clock) for its reply and our ACK. The data header has no room
+ * for an ACK (no wire change: the receiver takes each packet of a batch
+ * on its own). It must be no longer than the batch's packets, which a
+ * GSO skb allows only of its last (64 B of payload or more: the ACK is
+ * 72 bytes, a data header 56). False: not taken, sent on its own.
+ */
+bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now)
+{
+	struct vrdma_batch *b = &rc->req.batch;
+	struct vrdma_frags fr = {};
+	struct vt_ack ack;
+	void *buf;
+
+	if (!vrdma_batch_room(b, VT_ACK_LEN))
+		return false;
+	buf = vrdma_batch_alloc(VT_ACK_LEN);
+	if (!buf)
+		return false;
+	vt_rx_build_ack(&rc->vt, now, &ack);
+	ack.dst_conn = rc->dest_qpn;
+	if (vt_ack_encode(&ack, buf, VT_ACK_LEN) < 0) {
+		vrdma_batch_free(buf);	/* lost, as on the wire */
+		return true;
+	}
+	vrdma_batch_add(rc->qp->vdev, &rc->route, b, b->sport, buf,
+			VT_ACK_LEN, &fr);
+	return true;
+}
+
+/*
  * A failed responder answers a data packet of its peer with its fatal
  * NACK again: the first one may have been lost, and the requester would
  * otherwise retry into a QP in ERR until RETRY_EXC.
