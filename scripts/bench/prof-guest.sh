@@ -5,7 +5,7 @@
 # few of its figures, each phase marked "##prof LABEL" so the profile tells
 # them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
 # vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages,
-# read and read1m); PROF_SECONDS
+# read and read1m, lat64: the ping-pong with 64 B, the bench's size); PROF_SECONDS
 # (default 8) per phase.
 # PROF_NETEM="loss 5%" puts netem on both ends of the wire.
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
@@ -117,6 +117,7 @@ for px in $plan; do
 	read1m) perftest "$t" "$x" ib_read_bw -s 1048576 -D "$secs" --report_gbits ;;
 	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
 	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
+	lat64) perftest "$t" "$x" ib_send_lat -s 64 -n $((secs * 500)) ;;
 	esac
 	# the device's counters (vrdma's: batches, waits, timers, ACKs)
 	for d in "$t"_w1 "$t"_w2; do
