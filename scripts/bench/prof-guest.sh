@@ -5,7 +5,8 @@
 # few of its figures, each phase marked "##prof LABEL" so the profile tells
 # them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
 # vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages,
-# read and read1m, lat64: the ping-pong with 64 B, the bench's size); PROF_SECONDS
+# read and read1m, lat64: the ping-pong with 64 B, the bench's size,
+# writeb and send64b: 64 KB WRITEs and 64 B SENDs both ways); PROF_SECONDS
 # (default 8) per phase.
 # PROF_NETEM="loss 5%" puts netem on both ends of the wire.
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
@@ -118,6 +119,8 @@ for px in $plan; do
 	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
 	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
 	lat64) perftest "$t" "$x" ib_send_lat -s 64 -n $((secs * 500)) ;;
+	writeb) perftest "$t" "$x" ib_write_bw -s 65536 -D "$secs" -b --report_gbits ;;
+	send64b) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" -b ;;
 	esac
 	# the device's counters (vrdma's: batches, waits, timers, ACKs)
 	for d in "$t"_w1 "$t"_w2; do
