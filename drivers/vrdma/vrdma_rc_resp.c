@@ -96,6 +96,7 @@ bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now)
 		vrdma_batch_free(buf);	/* lost, as on the wire */
 		return true;
 	}
+	vrdma_count(rc->qp->vdev, VRDMA_CNT_ACKS_IN_DATA, 1);
 	vrdma_batch_add(rc->qp->vdev, &rc->route, b, b->sport, buf,
 			VT_ACK_LEN, &fr);
 	return true;

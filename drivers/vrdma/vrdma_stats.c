@@ -39,6 +39,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RETX_RESP_GONE].name = "retx_read_resp_mr_gone",
 	[VRDMA_CNT_RX_HANDOFF].name = "rx_handed_off",
 	[VRDMA_CNT_CLOSED_ACKS].name = "closed_acks",
+	[VRDMA_CNT_ACKS_IN_DATA].name = "acks_in_data",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -14,7 +14,9 @@
 #  - the experimental receive hand-off (rx_handoff=1) on top;
 #  - the experimental receive steering (rx_steer=1): a stream of small
 #    messages placed by a tasklet on another CPU;
-#  - the control: tx_batch=1 sends no batch;
+#  - an ACK a run owes as the last packet of its data's skb (64 B SENDs
+#    both ways);
+#  - the control: tx_batch=1 sends no batch, and no ACK in one;
 #  - a sender netdev without UDP segmentation offload (the stack segments
 #    the batch before the veth: the receiver gets single packets), and the
 #    same with GRO on at the receiver (it aggregates them again);
@@ -111,8 +113,31 @@ else
 	ktap_skip "receive steering: no rx_steer parameter, or one CPU"
 fi
 
+# the ACK a run owes rides as the last packet of its data's skb
+# (docs/driver.md, "The ACK in the reply's skb"): 64 B SENDs both ways,
+# perftest signaling one in many, so each side holds ACKs for data of its
+# own to carry; with tx_batch=1 none does (checked below)
+carried() { echo $(($(dp_counter vrdma1 acks_in_data) + $(dp_counter vrdma2 acks_in_data))); }
+both_ways() {	# LABEL
+	dp_pair 120 ib_send_bw -d vrdma1 -x "$G1" -s 64 -n 3000 -b -- \
+		ib_send_bw -d vrdma2 -x "$G2" -s 64 -n 3000 -b "$H1_IP" ||
+		{ ktap_fail "$1: ib_send_bw -b -s 64 -n 3000"; return 1; }
+}
+c0=$(carried)
+if both_ways "ACKs in data"; then
+	c1=$(carried)
+	[ "$c1" -gt "$c0" ] && ktap_ok "ACKs in data: 3000 64 B SENDs each way, $((c1 - c0)) ACKs carried" ||
+		ktap_fail "ACKs in data: no ACK rode in a data skb"
+fi
+
 echo 1 >"$P/tx_batch"
 case_pp "control: tx_batch=1" 65536 0 0
+c0=$(carried)
+if both_ways "control: tx_batch=1, both ways"; then
+	c1=$(carried)
+	[ "$c1" -eq "$c0" ] && ktap_ok "control: tx_batch=1, both ways: no ACK in a data skb" ||
+		ktap_fail "control: tx_batch=1, both ways: $((c1 - c0)) ACKs in data skbs"
+fi
 echo 16 >"$P/tx_batch"
 
 # the stack segments before the veth: single packets arrive
