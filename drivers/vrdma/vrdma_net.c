@@ -406,8 +406,7 @@ static bool vrdma_batch_fits(const struct vrdma_batch *b, __be16 sport,
 /* @b is open and takes one more @len-byte packet on its path. */
 bool vrdma_batch_room(const struct vrdma_batch *b, u32 len)
 {
-	return b->skb && vrdma_batch_fits(b, b->sport, len, 1) &&
-	       b->n < min_t(u32, READ_ONCE(tx_batch), VRDMA_BATCH_MAX);
+	return b->skb && vrdma_batch_fits(b, b->sport, len, 1);
 }
 
 /*

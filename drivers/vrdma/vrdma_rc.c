@@ -278,7 +278,6 @@ static void vrdma_rc_late(struct vrdma_rc_conn *rc, u64 now)
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 {
 	struct vt_tx_decision d;
-	bool ack;
 	int n;
 
 	lockdep_assert_held(&rc->lock);
@@ -323,11 +322,9 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	 * path (~20 us a round trip under TCG) in front of the reply
 	 * (docs/benchmarks.md, "Lazy ACKs"). In the data's skb where it fits.
 	 */
-	ack = n && vt_rx_ack_pending(&rc->vt) &&
-	      !vrdma_resp_ack_in_batch(rc, now);
-	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
-	if (ack)
+	if (n && vt_rx_ack_pending(&rc->vt))
 		vrdma_resp_send_ack(rc, now);
+	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	vrdma_rc_arm(rc, now);
 	if (n == VRDMA_RC_BUDGET || rc->error)
 		queue_work(vrdma_rc_wq, &rc->work);

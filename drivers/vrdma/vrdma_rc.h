@@ -313,7 +313,6 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 void vrdma_resp_xmit_ack_on(struct vrdma_dev *vdev, struct vrdma_route *r,
 			    u32 qpn, const struct vt_ack *a);
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now);
-bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_resp_replay_nack(struct vrdma_rc_conn *rc,
 			    const struct vt_data_hdr *h);
 void vrdma_resp_fail_check(struct vrdma_rc_conn *rc);

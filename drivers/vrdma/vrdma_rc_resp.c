@@ -59,30 +59,21 @@ static void vrdma_resp_xmit_ack(struct vrdma_rc_conn *rc,
 	vrdma_resp_xmit_ack_on(rc->qp->vdev, &rc->route, rc->qp->ibqp.qp_num, a);
 }
 
-void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
-{
-	struct vt_ack ack;
-
-	vt_rx_build_ack(&rc->vt, now, &ack);
-	ack.dst_conn = rc->dest_qpn;
-	vrdma_resp_xmit_ack(rc, &ack);
-}
-
 /*
- * The ACK owed the peer as the last packet of the run's open batch, on
- * the path of the data before it: one skb through both stacks instead
- * of two, and one pass of the peer's receive path (socket, QP lookup,
- * lock, clock) for its reply and our ACK. The data header has no room
- * for an ACK (no wire change: the receiver takes each packet of a batch
- * on its own). It must be no longer than the batch's packets, which a
- * GSO skb allows only of its last (64 B of payload or more: the ACK is
- * 72 bytes, a data header 56). False: not taken, sent on its own.
+ * The ACK as the last packet of the run's open batch, on the path of the
+ * data before it: one skb through both stacks instead of two, and one
+ * pass of the peer's receive path (socket, QP lookup, lock, clock) for
+ * its reply and our ACK. The data header has no room for an ACK (no wire
+ * change: the receiver takes each packet of a batch on its own). It must
+ * be no longer than the batch's packets, which a GSO skb allows only of
+ * its last (16 B of payload or more: the ACK is 72 bytes, a data header
+ * 56). False: not taken.
  */
-bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now)
+static bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc,
+				    const struct vt_ack *a)
 {
 	struct vrdma_batch *b = &rc->req.batch;
 	struct vrdma_frags fr = {};
-	struct vt_ack ack;
 	void *buf;
 
 	if (!vrdma_batch_room(b, VT_ACK_LEN))
@@ -90,9 +81,7 @@ bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now)
 	buf = vrdma_batch_alloc(VT_ACK_LEN);
 	if (!buf)
 		return false;
-	vt_rx_build_ack(&rc->vt, now, &ack);
-	ack.dst_conn = rc->dest_qpn;
-	if (vt_ack_encode(&ack, buf, VT_ACK_LEN) < 0) {
+	if (vt_ack_encode(a, buf, VT_ACK_LEN) < 0) {
 		vrdma_batch_free(buf);	/* lost, as on the wire */
 		return true;
 	}
@@ -100,6 +89,22 @@ bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc, u64 now)
 	vrdma_batch_add(rc->qp->vdev, &rc->route, b, b->sport, buf,
 			VT_ACK_LEN, &fr);
 	return true;
+}
+
+/*
+ * In the data's skb where it fits, else on its own behind that data (the
+ * batch goes first): the peer waits for the data, not for the ACK.
+ */
+void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
+{
+	struct vt_ack ack;
+
+	vt_rx_build_ack(&rc->vt, now, &ack);
+	ack.dst_conn = rc->dest_qpn;
+	if (vrdma_resp_ack_in_batch(rc, &ack))
+		return;
+	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
+	vrdma_resp_xmit_ack(rc, &ack);
 }
 
 /*
