@@ -10,6 +10,8 @@
 #   make install         module (+depmod), provider and /etc/libibverbs.d/vrdma.driver
 #   make deb             build/deb/vrdma-dkms_<ver>_all.deb + ibverbs-provider-vrdma_<ver>_<arch>.deb
 #   make check           every test (same as scripts/run-tests)
+#   make sim             the simulator's default suite (< 20 min on 2 cores)
+#   make sim-large       its incast and permutation scenarios at 1024 hosts
 #
 # KDIR defaults to the newest installed /lib/modules/*/build.
 
@@ -19,7 +21,7 @@ BUILD ?= $(CURDIR)/build
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo -GNinja)
 DESTDIR ?=
 
-.PHONY: all module provider userspace install deb clean check demo sim bench
+.PHONY: all module provider userspace install deb clean check demo sim sim-large bench
 
 all: module provider userspace
 	@echo "== artifacts =="
@@ -65,6 +67,9 @@ demo:
 
 sim: userspace
 	bash scripts/sim-suite
+
+sim-large: userspace
+	bash scripts/sim-suite --large
 
 bench:
 	bash scripts/bench/run
