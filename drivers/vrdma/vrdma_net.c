@@ -403,6 +403,20 @@ static bool vrdma_batch_fits(const struct vrdma_batch *b, __be16 sport,
 	       skb->len + len <= VRDMA_BATCH_BYTES;
 }
 
+/*
+ * The most fragments a next packet like the one just added to @b can
+ * take: its header buffer, and for payload by page reference (@fr held
+ * some) every page a full segment can touch.  A batch without room for
+ * that is sent at once, full, so the sender's next packet starts a new
+ * batch (and a new path burst, vt_path_end_burst()) rather than
+ * overflowing it: copy-free packets take 2-3 fragments, 17 hold 5-7 of
+ * them, and bursts of 16 packets per path left as 7 + 7 + 2.
+ */
+static u32 vrdma_pkt_frags_max(const struct vrdma_batch *b, bool paged)
+{
+	return 1 + (paged ? DIV_ROUND_UP(b->seg, PAGE_SIZE) + 1 : 0);
+}
+
 /* @b is open and takes one more @len-byte packet on its path. */
 bool vrdma_batch_room(const struct vrdma_batch *b, u32 len)
 {
@@ -423,6 +437,7 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 {
 	u32 len = buf_len + fr->len, max = READ_ONCE(tx_batch);
 	struct page *page = virt_to_head_page(buf);
+	bool paged = fr->n;
 	struct sk_buff *skb;
 
 	if (b->skb && !vrdma_batch_fits(b, sport, len, 1 + fr->n))
@@ -446,7 +461,8 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 	b->n++;
 	if (len < b->seg)
 		b->closed = true;
-	if (b->closed || b->n >= min_t(u32, max, VRDMA_BATCH_MAX))
+	if (b->closed || b->n >= min_t(u32, max, VRDMA_BATCH_MAX) ||
+	    !vrdma_batch_fits(b, sport, b->seg, vrdma_pkt_frags_max(b, paged)))
 		vrdma_batch_send(vdev, r, b);
 }
 

@@ -664,6 +664,9 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 	vrdma_batch_add(qp->vdev, &rc->route, &rc->req.batch,
 			vrdma_net_sport(qp->ibqp.qp_num, d->entropy), buf, copy,
 			&fr);
+	/* a full batch went: the next packet's batch starts a new burst */
+	if (!rc->req.batch.skb)
+		vt_path_end_burst(&rc->vt);
 }
 
 /* ---- ACKs ----------------------------------------------------------------- */

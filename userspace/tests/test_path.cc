@@ -59,6 +59,22 @@ TEST_F(Paths, BurstKeepsNewPacketsOnOnePath)
 	EXPECT_NE(vt_config_check(&cfg), 0);
 }
 
+// A batch the kernel found full before path_burst packets ends the burst:
+// the next new packet turns, and a full burst follows on the next path.
+TEST_F(Paths, EndBurstTurnsTheNextPacket)
+{
+	cfg.path_burst = 4;
+	c = make_conn(cfg);
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 64 * 1000), 0);
+	EXPECT_EQ(send(0), 0u);
+	EXPECT_EQ(send(0), 0u);
+	vt_path_end_burst(c.get());
+	for (uint32_t i = 0; i < 4; i++)
+		EXPECT_EQ(send(0), 1u) << i;
+	vt_path_end_burst(c.get()); // at a burst's end too: one turn, no skip
+	EXPECT_EQ(send(0), 2u);
+}
+
 TEST_F(Paths, EcnPenaltySkipsThePathForAWhile)
 {
 	send(0);

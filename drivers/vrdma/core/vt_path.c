@@ -104,6 +104,17 @@ u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid)
 }
 
 /*
+ * The run of new packets on the current path ends here: the next one
+ * turns.  The kernel calls this when a batch (one GSO skb) is full before
+ * path_burst packets filled it, so that the next skb starts a new burst
+ * instead of taking the burst's last few packets alone.
+ */
+void vt_path_end_burst(struct vt_conn *c)
+{
+	c->tx.path_left = 0;
+}
+
+/*
  * PLB: a round ends when snd_una passes the PSN that was next at its start.
  * A round is congested when >= plb_cong_pct of its acked packets carried
  * CE or a delay above target; plb_rounds congested rounds in a row repath.
