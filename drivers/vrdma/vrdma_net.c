@@ -461,7 +461,8 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 	b->n++;
 	if (len < b->seg)
 		b->closed = true;
-	if (b->closed || b->n >= min_t(u32, max, VRDMA_BATCH_MAX) ||
+	/* ended, at tx_batch, or without room for one more full packet */
+	if (b->n >= max ||
 	    !vrdma_batch_fits(b, sport, b->seg, vrdma_pkt_frags_max(b, paged)))
 		vrdma_batch_send(vdev, r, b);
 }

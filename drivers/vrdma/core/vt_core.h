@@ -425,6 +425,7 @@ u64 vt_tx_rto(const struct vt_conn *c);
 int vt_tx_set_psn(struct vt_conn *c, u32 psn);
 u16 vt_path_entropy(const struct vt_conn *c, u32 path);
 u32 vt_paths_in_use(const struct vt_conn *c, u64 now);
+void vt_path_end_burst(struct vt_conn *c);
 
 /* ---- receiver ---- */
 enum vt_rx_result {
@@ -467,7 +468,6 @@ void vt_stats_read(const struct vt_conn *c, u64 now, u64 *vals);
 /* ---- internal, shared between core files ---- */
 void vt_path_penalize(struct vt_conn *c, u32 path, u64 now, u32 mult);
 u32 vt_path_pick(struct vt_conn *c, u64 now, int avoid);
-void vt_path_end_burst(struct vt_conn *c);
 bool vt_reps_on(const struct vt_conn *c);
 u16 vt_reps_next(struct vt_conn *c);
 void vt_reps_recycle(struct vt_conn *c, u16 entropy);
