@@ -28,8 +28,14 @@ kallsyms() {
 }
 # cpu_mark / cpu_report LABEL: each vCPU's user, system, softirq and idle
 # share of the phase, from /proc/stat.
-cpu_mark() { grep '^cpu[0-9]' /proc/stat >/tmp/stat0; }
+# They also print "##prof-units LABEL BYTES" for scripts/vm/profile --insn:
+# the bytes the busier end of the wire sent in the phase (its data).
+wire_tx() { cat "/sys/class/net/$W1_IF/statistics/tx_bytes" "/sys/class/net/$W2_IF/statistics/tx_bytes"; }
+cpu_mark() { grep '^cpu[0-9]' /proc/stat >/tmp/stat0; wire_tx >/tmp/wire0; }
 cpu_report() {
+	wire_tx | paste -d' ' /tmp/wire0 - | awk -v l="$1" '
+		{ d = $2 - $1; if (d > m) m = d }
+		END { printf "##prof-units %s %d\n", l, m }'
 	grep '^cpu[0-9]' /proc/stat | paste -d' ' /tmp/stat0 - | awk -v l="$1" '{
 		n = NF / 2
 		for (i = 2; i <= n; i++) d[i] = $(i + n) - $i
