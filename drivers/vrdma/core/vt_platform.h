@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * vt_platform.h - the only header of the vrdma transport core that
- * includes anything: fixed-width integers, memcpy/memset, assertions and
- * a 64-bit division helper, for the kernel and for userspace.
+ * includes anything: fixed-width integers, memcpy/memset, assertions, a
+ * 64-bit division and a bit-scan helper, for the kernel and for userspace.
  */
 #ifndef VT_PLATFORM_H
 #define VT_PLATFORM_H
@@ -41,6 +41,12 @@ static inline u64 vt_div64(u64 a, u64 b)
 	return a / b;
 }
 #endif
+
+/* the index of the lowest set bit of @x, which must not be 0 */
+static inline u32 vt_ctz64(u64 x)
+{
+	return (u32)__builtin_ctzll(x);
+}
 
 #define VT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define VT_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -586,7 +586,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	struct vt_tx *t = &c->tx;
 	struct vt_cc_sample s;
 	struct vt_tx_pkt *p;
-	u32 psn, i, congested = 0;
+	u32 psn, w, congested = 0;
 	bool has_delay, delayed;
 	u64 rtt = 0;
 
@@ -644,14 +644,18 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 	if (vt_psn_lt(t->retx_hint, t->snd_una))
 		t->retx_hint = t->snd_una;
 
-	/* selective part */
-	for (i = 1; i < VT_SACK_BITS && !is_gbn(c); i++) {
-		psn = a->cum_psn + i;
-		if (!vt_sack_test(a->sack, i) || !in_flight_range(t, psn))
-			continue;
-		p = slot(t, psn);
-		if (!(p->flags & VT_PKT_SACKED))
-			deliver(c, psn, p, now, r);
+	/* selective part: the set bits only (most ACKs have none) */
+	for (w = 0; w < VT_SACK_WORDS && !is_gbn(c); w++) {
+		u64 bits = a->sack[w] & (w ? ~0ULL : ~1ULL);
+
+		for (; bits; bits &= bits - 1) {
+			psn = a->cum_psn + 64 * w + vt_ctz64(bits);
+			if (!in_flight_range(t, psn))
+				continue;
+			p = slot(t, psn);
+			if (!(p->flags & VT_PKT_SACKED))
+				deliver(c, psn, p, now, r);
+		}
 	}
 
 	/* the first progress after a timeout tells whether it was spurious */
