@@ -150,6 +150,7 @@ int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
 
 /* vrdma_rx.c */
 void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb);
+int vrdma_rx_copy(const struct sk_buff *skb, u32 off, void *to, u32 len);
 
 /*
  * The packet of a received skb that the data path is given: an skb may
@@ -159,7 +160,11 @@ struct vrdma_rx_cb {
 	u32 off;
 	struct vrdma_dev *vdev;		/* rx_steer: queued with a reference */
 	u32 qpn;			/* rx_steer: its connection */
+	/* the read cursor (vrdma_rx_copy()): a fragment and its offset */
+	u32 frag;
+	u32 frag_start;
 };
+static_assert(sizeof(struct vrdma_rx_cb) <= sizeof_field(struct sk_buff, cb));
 
 /* VRDMA_RX_CB's qpn of a steered ACK: it counts in no rx_steered */
 #define VRDMA_RX_NO_QPN		U32_MAX

@@ -368,7 +368,7 @@ static void vrdma_copy(void *mem, struct vrdma_buf *b, u32 n, bool to_mr)
 	if (b->skb) {
 		/* an skb is only ever a source, of a receive */
 		if (to_mr)
-			skb_copy_bits(b->skb, b->off, mem, n);
+			vrdma_rx_copy(b->skb, b->off, mem, n);
 		b->off += n;
 		return;
 	}
