@@ -289,7 +289,11 @@ static struct pernet_operations vrdma_net_ops = {
 
 /*
  * Allocate an skb with room for link, IP and UDP headers before @len
- * bytes of vrdma header + payload (which the caller skb_put()s).
+ * bytes of vrdma header + payload (which the caller skb_put()s). Its head
+ * comes from the per-CPU page fragment cache where it fits in a page, as
+ * a driver's receive buffers do: alloc_skb()'s kmalloc'ed head is zeroed
+ * whole by init_on_alloc (Debian's default), 512 bytes for a batch's or
+ * an ACK's few header bytes.
  */
 struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 				    const struct vrdma_route *r,
@@ -299,9 +303,24 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 			   sizeof(struct udphdr) +
 			   (r->family == AF_INET6 ? sizeof(struct ipv6hdr) :
 						    sizeof(struct iphdr));
+	unsigned int size = SKB_DATA_ALIGN(hdr + len) +
+			    SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
 	struct sk_buff *skb;
+	void *data;
 
-	skb = alloc_skb(hdr + len, GFP_ATOMIC);
+	if (size > PAGE_SIZE) {
+		skb = alloc_skb(hdr + len, GFP_ATOMIC);
+	} else {
+		/*
+		 * Not __netdev_alloc_skb(): it sets skb->dev, which
+		 * iptunnel_xmit() counts as a tunnel device's stats (see
+		 * vrdma_xmit6(); a veth counted every packet twice).
+		 */
+		data = vrdma_batch_alloc(size);
+		skb = data ? build_skb(data, size) : NULL;
+		if (data && !skb)
+			vrdma_batch_free(data);
+	}
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, hdr);
