@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -273,6 +274,55 @@ TEST_F(Swift, JitterRaisesTheQueueDelayTarget)
 		ack(i * 100 * US, 50 * US + i * 10 * US);
 	EXPECT_LT(c->tx.cc.swift.jitter, 15 * US);
 	EXPECT_LT(c->tx.cwnd_fp, 10u << VT_FP_SHIFT);
+}
+
+// The flow-scaled target as the core computed it with a bit-by-bit
+// integer square root: the core's faster root must give the same figures.
+static uint64_t isqrt_ref(uint64_t x)
+{
+	uint64_t r = 0, bit = 1ULL << 62;
+
+	while (bit > x)
+		bit >>= 2;
+	while (bit) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return r;
+}
+
+static uint64_t fs_target_ref(const vt_config &cfg, uint64_t w)
+{
+	uint64_t lo = cfg.swift_fs_min_cwnd_fp;
+	uint64_t hi = (uint64_t)cfg.swift_fs_max_cwnd << VT_FP_SHIFT;
+	auto inv = [](uint64_t v) {
+		return (1ULL << (VT_FP_SHIFT + VT_FP_SHIFT / 2)) / std::max<uint64_t>(isqrt_ref(v), 1);
+	};
+
+	w = std::min(std::max(w, lo), hi);
+	return cfg.swift_fs_range_ns * (inv(w) - inv(hi)) / (inv(lo) - inv(hi));
+}
+
+TEST(SwiftFlowScaling, SquareRootIsExact)
+{
+	vt_config cfg = cfg_default(VT_CC_SWIFT);
+	std::mt19937_64 rng(7);
+
+	for (uint64_t w = 0; w < (300u << VT_FP_SHIFT); w += 97)
+		ASSERT_EQ(vt_swift_fs_target(&cfg, w), fs_target_ref(cfg, w)) << w;
+	cfg.swift_fs_min_cwnd_fp = 1;
+	cfg.swift_fs_max_cwnd = 0xffff;
+	for (int i = 0; i < 200000; i++) {
+		uint64_t w = rng() >> (rng() % 64);
+
+		w = std::min<uint64_t>(w, 0xffffffffu);
+		ASSERT_EQ(vt_swift_fs_target(&cfg, w), fs_target_ref(cfg, w)) << w;
+	}
 }
 
 TEST(SwiftFlowScaling, TargetFallsWithTheWindow)

@@ -2,7 +2,7 @@
 /*
  * vt_platform.h - the only header of the vrdma transport core that
  * includes anything: fixed-width integers, memcpy/memset, assertions, a
- * 64-bit division and a bit-scan helper, for the kernel and for userspace.
+ * 64-bit division and bit-scan helpers, for the kernel and for userspace.
  */
 #ifndef VT_PLATFORM_H
 #define VT_PLATFORM_H
@@ -46,6 +46,12 @@ static inline u64 vt_div64(u64 a, u64 b)
 static inline u32 vt_ctz64(u64 x)
 {
 	return (u32)__builtin_ctzll(x);
+}
+
+/* the number of bits of @x, 0 for 0 (the kernel's fls64) */
+static inline u32 vt_fls64(u64 x)
+{
+	return x ? 64 - (u32)__builtin_clzll(x) : 0;
 }
 
 #define VT_MIN(a, b) ((a) < (b) ? (a) : (b))
