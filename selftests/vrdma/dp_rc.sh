@@ -94,5 +94,28 @@ else
 	ktap_fail "lazy ACKs: ib_send_bw -s 64 -n 2000"
 fi
 
+# The wire carries each packet once: the sender's veth counts vrdma's
+# bytes plus one set of Ethernet, IP and UDP headers per skb (and
+# perftest's TCP exchange), never twice them. An skb->dev left set on a
+# packet made iptunnel_xmit() count it again, in the stats it takes for a
+# tunnel device's (on a loopback netdev that overran its smaller ones).
+wire_tx() { ip netns exec "$H2" cat "/sys/class/net/$H2_IF/statistics/tx_bytes"; }
+read -r b0 p0 <<<"$(dp_counters vrdma2 tx_bytes tx_packets)"
+w0=$(wire_tx)
+if pt ib_write_bw -s 65536 -n 300; then
+	read -r b1 p1 <<<"$(dp_counters vrdma2 tx_bytes tx_packets)"
+	w=$(($(wire_tx) - w0))
+	b=$((${b1:-0} - ${b0:-0}))
+	p=$((${p1:-0} - ${p0:-0}))
+	if [ "$b" -ge $((300 * 65536)) ] && [ "$w" -ge "$b" ] &&
+	   [ "$w" -le $((b + 64 * p + 65536)) ]; then
+		ktap_ok "wire bytes: $w on $H2_IF for $b vrdma bytes in $p packets"
+	else
+		ktap_fail "wire bytes: $w on $H2_IF for $b vrdma bytes in $p packets (want one count each)"
+	fi
+else
+	ktap_fail "wire bytes: ib_write_bw -s 65536 -n 300"
+fi
+
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
 ktap_finished
