@@ -421,6 +421,8 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(dc.lazy_ack_delay_ns, 0u);		// = ack_delay_ns
 	EXPECT_EQ(vm.path_burst, 16u);
 	EXPECT_EQ(vm.tx_defer_pkts, 16u);	// one batch per ACK
+	EXPECT_EQ(dc.ack_batch_end, 1u);
+	EXPECT_EQ(vm.ack_batch_end, 0u);	// half the ACKs of a bulk stream
 	EXPECT_EQ(vm.max_wnd, 256u);	// the kernel's rings hold 256 (Kbuild)
 	EXPECT_EQ(vm.rx_wnd, 256u);
 	// the 2026-12-02 datacenter mechanisms are not (yet) the kernel's
@@ -444,6 +446,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vm.swift_pace_mbps = dc.swift_pace_mbps;
 	vm.retx_conserve = dc.retx_conserve;
 	vm.ack_spray = dc.ack_spray;
+	vm.ack_batch_end = dc.ack_batch_end;
 	EXPECT_EQ(memcmp(&vm, &dc, sizeof(dc)), 0);
 }
 

@@ -430,6 +430,22 @@ TEST_F(Rx, ABatchIsAckedAtItsEnd)
 	EXPECT_FALSE(vt_rx_ack_due(c.get(), 42));
 }
 
+// Without ack_batch_end (the kernel's VM profile) a batch's end changes
+// nothing: the counts, the sender's requests and the delay decide.
+TEST_F(Rx, ABatchEndLeavesTheAckToCoalescingWhenOff)
+{
+	cfg.ack_batch_end = 0;
+	init();
+	rx(0, 10, VT_F_SOM, false, 0, 64);
+	rx(1, 11, 0, false, 0, 64);
+	vt_rx_run_end(c.get(), 2);
+	EXPECT_FALSE(vt_rx_ack_due(c.get(), 12));
+	EXPECT_TRUE(vt_rx_ack_due(c.get(), 10 + cfg.ack_delay_ns));
+	// a packet that asks is answered at once, batch or not
+	rx(2, 20, VT_F_ACKREQ, false, 0, 64);
+	EXPECT_TRUE(v.ack_now);
+}
+
 // After a loss, only the packet that opens the hole and those that shrink it
 // are ACKed at once; packets that continue after the hole coalesce.
 TEST_F(Rx, OnlyNewsAboutAHoleIsAckedAtOnce)

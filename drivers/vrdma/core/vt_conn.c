@@ -24,6 +24,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->tlp_min_ns = 50000;
 	cfg->ack_coalesce_bytes = 16384;
 	cfg->ack_coalesce_pkts = 16;
+	cfg->ack_batch_end = 1;
 	cfg->ack_delay_ns = 4000;
 	cfg->reo_mult_max = 8;
 	cfg->rack_slack_pct = 25;
@@ -82,6 +83,16 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->swift_target_ns = 100000;
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
+	/*
+	 * A batch is 6-7 copy-free packets: ACKing each made as many ACK
+	 * skbs as data skbs, half the stack's per-skb work, and Swift cut
+	 * twice as often. The sender asks when its window fills or a
+	 * message ends with nothing queued (ackreq_wanted()), so nothing
+	 * waits on the delay that would not wait anyway. Measured in a TCG
+	 * guest (docs/benchmarks.md, "Instructions per KB"): 64 KB WRITE
+	 * +9 %, 1 MB +18 % in every round, 13 % fewer instructions per KB.
+	 */
+	cfg->ack_batch_end = 0;
 	/* unsignaled small messages: an ACK per 16, not per timer */
 	cfg->lazy_ack_delay_ns = 1000000;
 	cfg->path_burst = 16;

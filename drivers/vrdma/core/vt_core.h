@@ -60,6 +60,12 @@ struct vt_config {
 	 * to be coalesced with the next ones; 0: ack_delay_ns.
 	 */
 	u64 lazy_ack_delay_ns;
+	/*
+	 * 1: the ACK a batch (several packets of one receive run) left
+	 * pending is due at its end (vt_rx_run_end()); 0: coalescing, the
+	 * sender's requests and the delay decide, as for lone packets
+	 */
+	u32 ack_batch_end;
 	u32 reo_mult_max;	/* RACK reorder window cap, in min_rtt/4 */
 	u32 rack_slack_pct;	/* RACK waits this % of srtt more, per path */
 	u64 path_penalty_ns;	/* base penalty (ECN); x2 loss, x4 RTO */

@@ -194,11 +194,11 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
  * aggregate, instead of waiting for the next batch or for the ACK delay
  * (a timer per batch where a timer is costly, and a sender that waits on
  * it meanwhile). A lone packet coalesces as before: small messages keep
- * their one ACK per 16.
+ * their one ACK per 16. Only with ack_batch_end (off in the VM profile).
  */
 void vt_rx_run_end(struct vt_conn *c, u32 pkts)
 {
-	if (pkts > 1 && c->rx.pend_pkts)
+	if (c->cfg.ack_batch_end && pkts > 1 && c->rx.pend_pkts)
 		c->rx.ack_now = true;
 }
 
