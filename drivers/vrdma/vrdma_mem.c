@@ -42,9 +42,10 @@ static int vrdma_check_access(int access)
 }
 
 /*
- * The data path looks a key up per packet, up to three times (the
- * sender's pages, the receiver's rkey check and its copy): xa_load() was
- * 6% of a bulk transfer's kernel instructions (profile --insn). Each CPU
+ * The data path looks a key up per packet, twice for a WRITE (the
+ * sender's pages, the receiver's rkey check, whose MR its copy then uses:
+ * vrdma_mr_lookup()): xa_load() was 6% of a bulk transfer's kernel
+ * instructions when each packet took three (profile --insn). Each CPU
  * remembers the last entries it found, per device and key index, valid
  * while vrdma_mr_gen is what it was when they were found: every erase
  * from an MR xarray (any device) bumps it, after the erase and before the
@@ -87,25 +88,25 @@ static void *vrdma_mr_entry(struct vrdma_verbs_dev *vd, u32 idx)
 	unsigned long gen = atomic_long_read_acquire(&vrdma_mr_gen);
 	struct vrdma_mr_cached *c;
 	unsigned long flags;
-	void *entry = NULL;
+	void *entry;
 
-	/* irqs off: a lookup in an interrupt must not see half an update */
+	/*
+	 * irqs off: a lookup in an interrupt must not see half an update,
+	 * nor a miss's fill be torn by one (xa_load() takes no lock)
+	 */
 	local_irq_save(flags);
 	c = vrdma_mr_slot(vd, idx);
-	if (c->vd == vd && c->idx == idx && c->gen == gen)
+	if (c->vd == vd && c->idx == idx && c->gen == gen) {
 		entry = c->entry;
-	local_irq_restore(flags);
-	if (entry)
-		return entry;
-	entry = xa_load(&vd->mr_xa, idx);
-	if (!entry)
-		return NULL;
-	local_irq_save(flags);
-	c = vrdma_mr_slot(vd, idx);
-	c->vd = vd;
-	c->idx = idx;
-	c->gen = gen;
-	c->entry = entry;
+	} else {
+		entry = xa_load(&vd->mr_xa, idx);
+		if (entry) {
+			c->vd = vd;
+			c->idx = idx;
+			c->gen = gen;
+			c->entry = entry;
+		}
+	}
 	local_irq_restore(flags);
 	return entry;
 }
@@ -427,6 +428,18 @@ static struct vrdma_mr *vrdma_mw_get(struct vrdma_qp *qp,
 	return vrdma_mr_covers(mr, iova, len) ? mr : NULL;
 }
 
+/*
+ * vrdma_mr_get() for a caller that goes on to copy into the MR within the
+ * same RCU read-side section (vrdma_mr_write()): a deregistration frees
+ * the MR and its pages only after synchronize_rcu(), so one lookup serves
+ * the check and the copy of a packet.
+ */
+struct vrdma_mr *vrdma_mr_lookup(struct vrdma_qp *qp, u32 key, int access,
+				 u64 iova, u64 len)
+{
+	return vrdma_mr_get(qp, key, access, iova, len);
+}
+
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len)
 {
@@ -527,6 +540,17 @@ static int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
 		return vrdma_fast_copy(mr, iova, b, len, to_mr);
 	}
 	return -EFAULT;
+}
+
+/*
+ * Copy @len bytes from @b into @mr at @iova, a range vrdma_mr_lookup()
+ * checked in the caller's still open RCU read-side section. 0 or -EFAULT.
+ */
+int vrdma_mr_write(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
+		   u32 len)
+{
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "MR write without RCU");
+	return vrdma_mr_copy(mr, iova, b, len, true);
 }
 
 /*

@@ -304,6 +304,7 @@ enum vt_nack_code vrdma_req_resp_first(struct vrdma_rc_conn *rc,
 enum ib_wc_status vrdma_req_resp_place(struct vrdma_rc_conn *rc,
 				       const struct vt_data_hdr *h,
 				       struct vrdma_rmsg *rm,
+				       struct vrdma_mr *mr,
 				       const struct sk_buff *skb);
 void vrdma_req_resp_done(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm);
 

@@ -365,6 +365,7 @@ static enum vt_nack_code vrdma_resp_atomic_first(struct vrdma_rc_conn *rc,
 static enum ib_wc_status vrdma_resp_send_place(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
 					       struct vrdma_rmsg *rm,
+					       struct vrdma_mr *mr,
 					       const struct sk_buff *skb)
 {
 	struct vrdma_buf b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
@@ -376,12 +377,12 @@ static enum ib_wc_status vrdma_resp_send_place(struct vrdma_rc_conn *rc,
 static enum ib_wc_status vrdma_resp_write_place(struct vrdma_rc_conn *rc,
 						const struct vt_data_hdr *h,
 						struct vrdma_rmsg *rm,
+						struct vrdma_mr *mr,
 						const struct sk_buff *skb)
 {
 	struct vrdma_buf b = VRDMA_SKB_BUF(skb, vrdma_rx_payload(skb));
 
-	if (vrdma_mr_rw(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
-			h->va + h->msg_off, &b, h->payload_len, true))
+	if (!mr || vrdma_mr_write(mr, h->va + h->msg_off, &b, h->payload_len))
 		return IB_WC_REM_ACCESS_ERR;
 	return IB_WC_SUCCESS;
 }
@@ -476,10 +477,13 @@ struct vrdma_resp_op {
 				   const struct vt_data_hdr *h,
 				   struct vrdma_rmsg *rm,
 				   const struct sk_buff *skb);
-	/* each accepted packet with payload (NULL: nothing to place) */
+	/*
+	 * each accepted packet with payload (NULL: nothing to place); @mr:
+	 * the MR the chain found for a WRITE's range, under the caller's RCU
+	 */
 	enum ib_wc_status (*place)(struct vrdma_rc_conn *rc,
 				   const struct vt_data_hdr *h,
-				   struct vrdma_rmsg *rm,
+				   struct vrdma_rmsg *rm, struct vrdma_mr *mr,
 				   const struct sk_buff *skb);
 	/* the message is complete and every one before it too */
 	void (*done)(struct vrdma_rc_conn *rc, struct vrdma_rmsg *rm);
@@ -552,24 +556,31 @@ static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 }
 
 /*
- * WRITE: every packet's own range must lie in the MR. A zero-length WRITE
- * needs no rkey (IBA C9-88): UCX flushes an RC QP with one, rkey 0.
+ * WRITE: every packet's own range must lie in the MR, which *@mrp then
+ * holds for the placement (caller holds RCU from here to there: one
+ * lookup per packet). A zero-length WRITE needs no rkey (IBA C9-88):
+ * UCX flushes an RC QP with one, rkey 0.
  */
 static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
-					       const struct vt_data_hdr *h)
+					       const struct vt_data_hdr *h,
+					       struct vrdma_mr **mrp)
 {
-	if (h->opcode != VT_OP_WRITE || !h->msg_len ||
-	    vrdma_mr_check(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
-			   h->va + h->msg_off, h->payload_len))
+	if (h->opcode != VT_OP_WRITE || !h->msg_len)
 		return VT_NACK_NONE;
-	return VT_NACK_REM_ACCESS;
+	*mrp = vrdma_mr_lookup(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
+			       h->va + h->msg_off, h->payload_len);
+	return *mrp ? VT_NACK_NONE : VT_NACK_REM_ACCESS;
 }
 
-/* The chain for a packet the core has not seen; @rmp: its message. */
+/*
+ * The chain for a packet the core has not seen; @rmp: its message, @mrp:
+ * a WRITE's MR. Caller holds RCU.
+ */
 static enum vt_nack_code vrdma_resp_check(struct vrdma_rc_conn *rc,
 					  const struct vt_data_hdr *h,
 					  const struct sk_buff *skb,
-					  struct vrdma_rmsg **rmp)
+					  struct vrdma_rmsg **rmp,
+					  struct vrdma_mr **mrp)
 {
 	enum vt_nack_code nack;
 
@@ -577,14 +588,15 @@ static enum vt_nack_code vrdma_resp_check(struct vrdma_rc_conn *rc,
 	if (!nack)
 		nack = vrdma_resp_check_op(rc, h, *rmp, skb);
 	if (!nack)
-		nack = vrdma_resp_check_rkey(rc, h);
+		nack = vrdma_resp_check_rkey(rc, h, mrp);
 	return nack;
 }
 
-/* An accepted packet: its payload goes where it belongs. */
+/* An accepted packet: its payload goes where it belongs. Caller holds RCU. */
 static void vrdma_resp_execute(struct vrdma_rc_conn *rc,
 			       const struct vt_data_hdr *h,
-			       struct vrdma_rmsg *rm, const struct sk_buff *skb)
+			       struct vrdma_rmsg *rm, struct vrdma_mr *mr,
+			       const struct sk_buff *skb)
 {
 	const struct vrdma_resp_op *op = vrdma_resp_op(rm->op);
 	enum ib_wc_status st;
@@ -594,7 +606,7 @@ static void vrdma_resp_execute(struct vrdma_rc_conn *rc,
 		rm->se = true;
 	if (!h->payload_len || !op->place)
 		return;
-	st = op->place(rc, h, rm, skb);
+	st = op->place(rc, h, rm, mr, skb);
 	if (st != IB_WC_SUCCESS && !rm->status)
 		rm->status = st;
 }
@@ -631,6 +643,7 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	struct vrdma_rc_resp *resp = &rc->resp;
 	enum vt_nack_code nack = VT_NACK_NONE;
 	struct vrdma_rmsg *rm = NULL;
+	struct vrdma_mr *mr = NULL;
 	struct vt_rx_verdict v;
 
 	lockdep_assert_held(&rc->lock);
@@ -643,12 +656,15 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	/* the peer's first message may start where we were never told */
 	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
 		vt_rx_adopt_psn(&rc->vt, h->psn);
+	/* one RCU section: the MR the check finds is the one placed into */
+	rcu_read_lock();
 	if (vt_rx_is_new(&rc->vt, h->psn))
-		nack = vrdma_resp_check(rc, h, skb, &rm);
+		nack = vrdma_resp_check(rc, h, skb, &rm, &mr);
 
 	vt_rx_on_data(&rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
-		vrdma_resp_execute(rc, h, rm, skb);
+		vrdma_resp_execute(rc, h, rm, mr, skb);
+	rcu_read_unlock();
 	vrdma_resp_complete(rc, v.msgs_done);
 	/*
 	 * An ACK for accepted data waits for the end of the run (the core

@@ -69,6 +69,19 @@ static const skb_frag_t *vrdma_rx_seek(const struct sk_buff *skb, u32 off,
 }
 
 /*
+ * Where byte @foff of fragment @f lies in the kernel's address space; NULL
+ * for a highmem page (the caller goes through skb_copy_bits()).
+ */
+static void *vrdma_frag_addr(const skb_frag_t *f, u32 foff)
+{
+	struct page *page = skb_frag_page(f);
+
+	if (PageHighMem(page))
+		return NULL;
+	return page_address(page) + skb_frag_off(f) + foff;
+}
+
+/*
  * Copy @len bytes at @off of @skb (taken by vrdma_rx()) to @to, as
  * skb_copy_bits() does, from the cursor on. 0, or -EFAULT past the end.
  */
@@ -76,7 +89,7 @@ int vrdma_rx_copy(const struct sk_buff *skb, u32 off, void *to, u32 len)
 {
 	u32 head = skb_headlen(skb), n, foff;
 	const skb_frag_t *f;
-	struct page *page;
+	void *from;
 
 	if (off > skb->len || len > skb->len - off)
 		return -EFAULT;
@@ -92,12 +105,11 @@ int vrdma_rx_copy(const struct sk_buff *skb, u32 off, void *to, u32 len)
 		if (!f)
 			return skb_copy_bits(skb, off, to, len);
 		n = min(len, skb_frag_size(f) - foff);
-		page = skb_frag_page(f);
-		if (PageHighMem(page))
-			skb_copy_bits(skb, off, to, n);
+		from = vrdma_frag_addr(f, foff);
+		if (from)
+			memcpy(to, from, n);
 		else
-			memcpy(to, page_address(page) + skb_frag_off(f) + foff,
-			       n);
+			skb_copy_bits(skb, off, to, n);
 		to += n;
 		off += n;
 		len -= n;
@@ -113,16 +125,17 @@ static const void *vrdma_rx_ptr(struct sk_buff *skb, u32 off, u32 len,
 				void *buf)
 {
 	const skb_frag_t *f;
+	void *p;
 	u32 foff;
 
 	if (off <= skb_headlen(skb) && len <= skb_headlen(skb) - off)
 		return skb->data + off;
 	if (off >= skb_headlen(skb)) {
 		f = vrdma_rx_seek(skb, off, &foff);
-		if (f && len <= skb_frag_size(f) - foff &&
-		    !PageHighMem(skb_frag_page(f)))
-			return page_address(skb_frag_page(f)) +
-			       skb_frag_off(f) + foff;
+		p = f && len <= skb_frag_size(f) - foff ?
+		    vrdma_frag_addr(f, foff) : NULL;
+		if (p)
+			return p;
 	}
 	return vrdma_rx_copy(skb, off, buf, len) ? NULL : buf;
 }

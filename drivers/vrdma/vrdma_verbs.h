@@ -354,6 +354,10 @@ struct vrdma_frags {
 
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len);
+struct vrdma_mr *vrdma_mr_lookup(struct vrdma_qp *qp, u32 key, int access,
+				 u64 iova, u64 len);
+int vrdma_mr_write(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
+		   u32 len);
 int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		struct vrdma_buf *b, u32 len, bool to_mr);
 bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
