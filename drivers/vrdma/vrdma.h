@@ -56,6 +56,7 @@ enum vrdma_counter {
 	VRDMA_CNT_RX_HANDOFF,	/* skbs a hand-off worker processed */
 	VRDMA_CNT_CLOSED_ACKS,	/* ACKs a closed RC QP gave its old peer */
 	VRDMA_CNT_ACKS_IN_DATA,	/* ACKs sent in the skb of data before them */
+	VRDMA_CNT_RX_POLLED,	/* hand-off skbs a polling worker found */
 	VRDMA_CNT_MAX
 };
 

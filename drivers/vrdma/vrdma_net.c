@@ -112,7 +112,8 @@ void vrdma_udp_count(struct sock *sk, int field)
  * queue: skb_iif names it), then the transport. Once per skb, which may
  * be a batch of packets.
  */
-void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
+void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb,
+		   enum vrdma_rx_how how)
 {
 	struct ib_device *ibdev = NULL;
 	struct net_device *ndev;
@@ -134,9 +135,11 @@ void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed)
 	rcu_read_unlock();
 	if (!ibdev)
 		goto drop;
-	if (handed)
+	if (how != VRDMA_RX_INLINE) {
 		vrdma_count(to_vrdma_dev(ibdev), VRDMA_CNT_RX_HANDOFF, 1);
-	else if (vrdma_rx_steer(sk, to_vrdma_dev(ibdev), skb))
+		if (how == VRDMA_RX_POLLED)
+			vrdma_count(to_vrdma_dev(ibdev), VRDMA_CNT_RX_POLLED, 1);
+	} else if (vrdma_rx_steer(sk, to_vrdma_dev(ibdev), skb))
 		return;		/* with its reference to the device */
 	vrdma_rx(to_vrdma_dev(ibdev), skb);
 	ib_device_put(ibdev);
@@ -165,7 +168,7 @@ static void vrdma_udp_data_ready(struct sock *sk)
 
 	while ((skb = skb_recv_udp(sk, MSG_DONTWAIT, &err)))
 		if (!vrdma_rx_handoff(sk, skb))
-			vrdma_udp_rcv(sk, skb, false);
+			vrdma_udp_rcv(sk, skb, VRDMA_RX_INLINE);
 }
 
 /*

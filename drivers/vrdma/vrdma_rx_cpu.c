@@ -46,6 +46,20 @@ static bool rx_steer;
 module_param(rx_steer, bool, 0644);
 MODULE_PARM_DESC(rx_steer, "single-packet messages of a stream are placed on another CPU, woken by an IPI (experimental, default N)");
 
+/*
+ * Experimental: a hand-off worker whose queue ran empty polls it this
+ * long before it sleeps, so that a stream's batches find it awake: no
+ * wake-up (an IPI) per batch. Data and ACK workers apart.
+ */
+static unsigned int rx_spin_us;
+#define VRDMA_RX_SPIN_MAX_US	10000	/* the work pool's others wait */
+module_param(rx_spin_us, uint, 0644);
+MODULE_PARM_DESC(rx_spin_us, "the data hand-off worker polls its empty queue this long before it sleeps (experimental, default 0)");
+
+static unsigned int rx_ack_spin_us;
+module_param(rx_ack_spin_us, uint, 0644);
+MODULE_PARM_DESC(rx_ack_spin_us, "the ACK hand-off worker polls its empty queue this long before it sleeps (experimental, default 0)");
+
 static struct workqueue_struct *vrdma_rx_wq;
 
 /* This CPU runs a data hand-off worker (set around each of its skbs). */
@@ -102,7 +116,7 @@ static int vrdma_rx_other_cpu(void)
 static bool vrdma_rxq_add(struct vrdma_rxq *q, struct sk_buff *skb,
 			  bool force)
 {
-	bool queued;
+	bool queued, polling;
 
 	spin_lock(&q->sq.q.lock);
 	if (!force && !q->pending) {
@@ -111,12 +125,14 @@ static bool vrdma_rxq_add(struct vrdma_rxq *q, struct sk_buff *skb,
 	}
 	queued = vrdma_skbq_put(&q->sq, skb);
 	q->pending += queued;
+	polling = q->polling;
 	spin_unlock(&q->sq.q.lock);
 	if (!queued) {
 		vrdma_skbq_drop(q->sk, skb);
 		return true;
 	}
-	queue_work_on(vrdma_rx_other_cpu(), vrdma_rx_wq, &q->work);
+	if (!polling)
+		queue_work_on(vrdma_rx_other_cpu(), vrdma_rx_wq, &q->work);
 	return true;
 }
 
@@ -152,6 +168,39 @@ bool vrdma_rx_handoff(struct sock *sk, struct sk_buff *skb)
 }
 
 /*
+ * The worker's queue ran empty: with rx_spin_us (rx_ack_spin_us for the
+ * ACK worker) it polls the queue that long before it sleeps, and marks
+ * itself polling so that vrdma_rxq_add() does not queue it again. A
+ * stream's next batch then finds it awake: no wake-up, which under TCG
+ * is an IPI and a thread switch per batch (docs/benchmarks.md, "Receive
+ * hand-off"). True: something came (looked at under the lock, after the
+ * mark is gone, so nothing is left behind unseen).
+ */
+static bool vrdma_rxq_spin(struct vrdma_rxq *q)
+{
+	unsigned int us = q->data ? READ_ONCE(rx_spin_us) :
+				    READ_ONCE(rx_ack_spin_us);
+	bool more;
+	u64 end;
+
+	if (!us)
+		return false;
+	us = min(us, VRDMA_RX_SPIN_MAX_US);
+	spin_lock_bh(&q->sq.q.lock);
+	q->polling = true;
+	spin_unlock_bh(&q->sq.q.lock);
+	end = local_clock() + (u64)us * NSEC_PER_USEC;
+	while (skb_queue_empty_lockless(&q->sq.q) && !need_resched() &&
+	       local_clock() < end)
+		cpu_relax();
+	spin_lock_bh(&q->sq.q.lock);
+	q->polling = false;
+	more = !skb_queue_empty(&q->sq.q);
+	spin_unlock_bh(&q->sq.q.lock);
+	return more;
+}
+
+/*
  * The hand-off worker. On one CPU, a QP's receive placement, the ACK it
  * sends, that ACK's processing at the sender and the sender's next batch
  * form one serial chain: a veth (or loopback) delivers into the backlog of
@@ -165,6 +214,7 @@ bool vrdma_rx_handoff(struct sock *sk, struct sk_buff *skb)
 static void vrdma_rxq_work(struct work_struct *work)
 {
 	struct vrdma_rxq *q = container_of(work, struct vrdma_rxq, work);
+	enum vrdma_rx_how how = VRDMA_RX_HANDED;
 	struct sk_buff *skb;
 
 	for (;;) {
@@ -174,10 +224,14 @@ static void vrdma_rxq_work(struct work_struct *work)
 		if (!skb) {
 			local_bh_enable();
 			preempt_enable();
-			return;
+			if (!vrdma_rxq_spin(q))
+				return;
+			how = VRDMA_RX_POLLED;
+			continue;
 		}
 		__this_cpu_write(vrdma_rx_placing, q->data);
-		vrdma_udp_rcv(q->sk, skb, true);
+		vrdma_udp_rcv(q->sk, skb, how);
+		how = VRDMA_RX_HANDED;
 		spin_lock(&q->sq.q.lock);
 		q->pending--;
 		spin_unlock(&q->sq.q.lock);
@@ -193,6 +247,7 @@ static void vrdma_rxq_init(struct vrdma_rxq *q, bool data)
 {
 	vrdma_skbq_init(&q->sq);
 	q->pending = 0;
+	q->polling = false;
 	q->data = data;
 	q->sk = NULL;
 	INIT_WORK(&q->work, vrdma_rxq_work);

@@ -31,6 +31,7 @@ struct vrdma_skbq {
 struct vrdma_rxq {
 	struct vrdma_skbq sq;
 	unsigned int pending;		/* under sq.q.lock */
+	bool polling;			/* under sq.q.lock: the worker polls */
 	bool data;			/* places data (else takes ACKs) */
 	struct sock *sk;		/* held while the socket is open */
 	struct work_struct work;
@@ -56,8 +57,16 @@ struct vrdma_rxs {
 	struct vrdma_steer ack_steer;	/* ACKs, to the sender's CPU */
 };
 
+/* How a datagram came to vrdma_udp_rcv(). */
+enum vrdma_rx_how {
+	VRDMA_RX_INLINE,		/* in the softirq that queued it */
+	VRDMA_RX_HANDED,		/* a hand-off worker, woken for it */
+	VRDMA_RX_POLLED,		/* a hand-off worker polling its queue */
+};
+
 /* vrdma_net.c */
-void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb, bool handed);
+void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb,
+		   enum vrdma_rx_how how);
 void vrdma_udp_count(struct sock *sk, int field);
 struct vrdma_rxs *vrdma_rxs_of(struct sock *sk);
 

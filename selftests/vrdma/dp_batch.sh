@@ -11,7 +11,8 @@
 #  - gather and scatter lists, READ, WRITE, large messages (vrdma_dp_test);
 #  - copy-free transmit on top (payload in the MR's pages, batches that
 #    cross page boundaries);
-#  - the experimental receive hand-off (rx_handoff=1) on top;
+#  - the experimental receive hand-off (rx_handoff=1) on top, with and
+#    without its workers polling (rx_spin_us, rx_ack_spin_us);
 #  - the experimental receive steering (rx_steer=1): a stream of small
 #    messages placed by a tasklet on another CPU;
 #  - an ACK a run owes as the last packet of its data's skb (64 B SENDs
@@ -83,6 +84,22 @@ if [ -f "$P/rx_handoff" ] && [ "$(nproc)" -ge 2 ]; then
 	h1=$(dp_counter vrdma1 rx_handed_off)
 	[ "${h1:-0}" -gt "${h0:-0}" ] && ktap_ok "receive hand-off: a worker placed batches (+$((h1 - h0)))" ||
 		ktap_fail "receive hand-off: nothing was handed off"
+	# the same with polling workers: batches found without a wake-up
+	if [ -f "$P/rx_spin_us" ]; then
+		echo 2000 >"$P/rx_spin_us"
+		echo 200 >"$P/rx_ack_spin_us"
+		polled() { echo $(($(dp_counter vrdma1 rx_handoff_polled) + $(dp_counter vrdma2 rx_handoff_polled))); }
+		s0=$(polled)
+		case_pp "receive hand-off, polling workers" 200001 1 1
+		dpt "receive hand-off, polling workers, dp_test" 150 --only send,write,read,sge,large,order
+		s1=$(polled)
+		[ "${s1:-0}" -gt "${s0:-0}" ] && ktap_ok "receive hand-off: a polling worker found batches (+$((s1 - s0)))" ||
+			ktap_fail "receive hand-off: no polling worker found a batch"
+		echo 0 >"$P/rx_spin_us"
+		echo 0 >"$P/rx_ack_spin_us"
+	else
+		ktap_skip "receive hand-off, polling workers: no rx_spin_us parameter"
+	fi
 	echo 0 >"$P/rx_handoff"
 else
 	ktap_skip "receive hand-off: no rx_handoff parameter, or one CPU"
