@@ -57,6 +57,7 @@ enum vrdma_counter {
 	VRDMA_CNT_CLOSED_ACKS,	/* ACKs a closed RC QP gave its old peer */
 	VRDMA_CNT_ACKS_IN_DATA,	/* ACKs sent in the skb of data before them */
 	VRDMA_CNT_RX_POLLED,	/* hand-off skbs a polling worker found */
+	VRDMA_CNT_TX_FRAG_LISTS, /* batches sent with a frag list */
 	VRDMA_CNT_MAX
 };
 
@@ -115,7 +116,6 @@ int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
 			const struct ib_global_route *grh);
 __be16 vrdma_net_sport(u32 qpn, u16 entropy);
 struct vrdma_frags;
-void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr);
 
 /*
  * A batch: consecutive RC packets of one connection to one path (UDP
@@ -127,10 +127,12 @@ void vrdma_net_skb_frags(struct sk_buff *skb, struct vrdma_frags *fr);
 
 struct vrdma_batch {
 	struct sk_buff *skb;
+	struct sk_buff *tail;	/* the last skb of its frag list, or NULL */
 	__be16 sport;
 	u16 n;		/* packets in it */
 	u32 seg;	/* bytes of each packet but the last */
 	bool closed;	/* a shorter packet ended it */
+	bool list;	/* the netdev takes frag lists: it may grow one */
 };
 
 void *vrdma_batch_alloc(u32 len);
@@ -161,7 +163,11 @@ struct vrdma_rx_cb {
 	u32 off;
 	struct vrdma_dev *vdev;		/* rx_steer: queued with a reference */
 	u32 qpn;			/* rx_steer: its connection */
-	/* the read cursor (vrdma_rx_copy()): a fragment and its offset */
+	/*
+	 * the read cursor (vrdma_rx_copy()): the skb (the head or one of its
+	 * frag list), a fragment of it and that fragment's offset
+	 */
+	const struct sk_buff *cur;
 	u32 frag;
 	u32 frag_start;
 };

@@ -28,40 +28,56 @@ static_assert(VRDMA_RX_HDR_MAX >= VT_DATA_HDR_LEN);
 
 /*
  * A batch is read front to back, packet by packet, and most of it sits in
- * page fragments (a header buffer and one or two MR pages per packet).
- * skb_copy_bits() and skb_header_pointer() walk the fragments from the
- * first on every call: a batch of 16 fragments cost 6% of a bulk
- * transfer's instructions in that walk. The skb's cb keeps a cursor, the
- * fragment the last read was in; vrdma_rx() starts it at the first. The
- * cursor moves under a const skb: it is a cache of where a byte lies,
- * in the cb this layer owns, never what the skb holds.
+ * page fragments (a header buffer and one or two MR pages per packet),
+ * of the skb and, for a batch longer than 17 fragments, of the skbs of
+ * its frag list (vrdma_batch_skb()). skb_copy_bits() and
+ * skb_header_pointer() walk the fragments from the first on every call:
+ * a batch of 16 fragments cost 6% of a bulk transfer's instructions in
+ * that walk. The skb's cb keeps a cursor, the skb and fragment the last
+ * read was in; vrdma_rx() starts it at the first. The cursor moves under
+ * a const skb: it is a cache of where a byte lies, in the cb this layer
+ * owns, never what the skb holds.
  */
 static void vrdma_rx_cursor_init(struct sk_buff *skb)
 {
+	VRDMA_RX_CB(skb)->cur = skb;
 	VRDMA_RX_CB(skb)->frag = 0;
 	VRDMA_RX_CB(skb)->frag_start = skb_headlen(skb);
 }
 
 /*
- * The page fragment of @skb that holds byte @off (at or past the head),
- * found from the cursor, which moves there; NULL past the fragments (a
- * frag_list: the caller falls back to the kernel's walk).
+ * The page fragment of @skb, or of an skb of its frag list, that holds
+ * byte @off (at or past the head), found from the cursor, which moves
+ * there; NULL past the fragments, or where a frag list skb has a head of
+ * its own (a GRO aggregate's: the caller falls back to the kernel's
+ * walk).
  */
 static const skb_frag_t *vrdma_rx_seek(const struct sk_buff *skb, u32 off,
 				       u32 *foff)
 {
-	const struct skb_shared_info *si = skb_shinfo(skb);
 	struct vrdma_rx_cb *cb = (struct vrdma_rx_cb *)skb->cb;
+	const struct sk_buff *cur = cb->cur;
 	u32 i = cb->frag, start = cb->frag_start;
+	const struct skb_shared_info *si;
 
-	if (off < start || i >= si->nr_frags) {
+	if (off < start) {
+		cur = skb;
 		i = 0;
 		start = skb_headlen(skb);
 	}
-	while (i < si->nr_frags && off - start >= skb_frag_size(&si->frags[i]))
-		start += skb_frag_size(&si->frags[i++]);
-	if (i == si->nr_frags)
-		return NULL;
+	for (;;) {
+		si = skb_shinfo(cur);
+		while (i < si->nr_frags &&
+		       off - start >= skb_frag_size(&si->frags[i]))
+			start += skb_frag_size(&si->frags[i++]);
+		if (i < si->nr_frags)
+			break;
+		cur = cur == skb ? si->frag_list : cur->next;
+		if (!cur || skb_headlen(cur))
+			return NULL;
+		i = 0;
+	}
+	cb->cur = cur;
 	cb->frag = i;
 	cb->frag_start = start;
 	*foff = off - start;

@@ -10,7 +10,8 @@
 #    message, ibv_rc_pingpong -c;
 #  - gather and scatter lists, READ, WRITE, large messages (vrdma_dp_test);
 #  - copy-free transmit on top (payload in the MR's pages, batches that
-#    cross page boundaries);
+#    cross page boundaries), batches that grow a frag list past 17
+#    fragments (tx_frag_lists), and none where the netdev takes none;
 #  - the experimental receive hand-off (rx_handoff=1) on top, with and
 #    without its workers polling (rx_spin_us, rx_ack_spin_us);
 #  - the experimental receive steering (rx_steer=1): a stream of small
@@ -32,6 +33,7 @@ dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 [ -f "$P/tx_batch" ] || skip_all "this vrdma.ko has no tx_batch parameter"
 
 txb() { dp_counter vrdma2 tx_batches; }
+both() { echo $(($(dp_counter vrdma1 "$1") + $(dp_counter vrdma2 "$1"))); }	# both devices' COUNTER
 rxb() { dp_counter vrdma1 rx_batches; }
 pingpong() {	# pingpong SIZE
 	dp_pair 90 ibv_rc_pingpong -d vrdma1 -g "$G1" -n 20 -s "$1" -c -- \
@@ -64,6 +66,7 @@ t1=$(txb)
 	ktap_fail "dp_test cases: no batch sent"
 
 if [ -f "$P/zcopy" ]; then
+	zc=$(cat "$P/zcopy")
 	echo 1 >"$P/zcopy"
 	z0=$(dp_counter vrdma2 tx_zcopy_packets)
 	case_pp "copy-free, page crossings" 200001 1 1
@@ -71,7 +74,23 @@ if [ -f "$P/zcopy" ]; then
 	z1=$(dp_counter vrdma2 tx_zcopy_packets)
 	[ "${z1:-0}" -gt "${z0:-0}" ] && ktap_ok "copy-free batches carried user pages (+$((z1 - z0)))" ||
 		ktap_fail "copy-free: no packet went without a copy"
-	echo 0 >"$P/zcopy"
+	# 16 copy-free packets take more than an skb's 17 fragments: the
+	# batch grows a frag list where the netdev takes one (veth), and
+	# stops at 17 fragments where it does not
+	fl() { dp_counter vrdma2 tx_frag_lists; }
+	f0=$(fl)
+	case_pp "copy-free, frag-list batches" 200001 1 1
+	dpt "frag-list batches, dp_test" 150 --only send,write,read,sge,large,order
+	f1=$(fl)
+	[ "${f1:-0}" -gt "${f0:-0}" ] && ktap_ok "batches grew frag lists (+$((f1 - f0)))" ||
+		ktap_fail "no batch grew a frag list"
+	ip netns exec "$H2" ethtool -K "$H2_IF" tx-scatter-gather-fraglist off >/dev/null
+	case_pp "copy-free, a netdev without frag lists" 200001 1 1
+	f2=$(fl)
+	[ "${f2:-0}" -eq "${f1:-0}" ] && ktap_ok "a netdev without frag lists: none sent" ||
+		ktap_fail "a netdev without frag lists: $((f2 - f1)) frag lists sent"
+	ip netns exec "$H2" ethtool -K "$H2_IF" tx-scatter-gather-fraglist on >/dev/null
+	echo "$zc" >"$P/zcopy"
 fi
 
 # receive hand-off (experimental, off by default): batches placed by a
@@ -88,11 +107,10 @@ if [ -f "$P/rx_handoff" ] && [ "$(nproc)" -ge 2 ]; then
 	if [ -f "$P/rx_spin_us" ]; then
 		echo 2000 >"$P/rx_spin_us"
 		echo 200 >"$P/rx_ack_spin_us"
-		polled() { echo $(($(dp_counter vrdma1 rx_handoff_polled) + $(dp_counter vrdma2 rx_handoff_polled))); }
-		s0=$(polled)
+		s0=$(both rx_handoff_polled)
 		case_pp "receive hand-off, polling workers" 200001 1 1
 		dpt "receive hand-off, polling workers, dp_test" 150 --only send,write,read,sge,large,order
-		s1=$(polled)
+		s1=$(both rx_handoff_polled)
 		[ "${s1:-0}" -gt "${s0:-0}" ] && ktap_ok "receive hand-off: a polling worker found batches (+$((s1 - s0)))" ||
 			ktap_fail "receive hand-off: no polling worker found a batch"
 		echo 0 >"$P/rx_spin_us"
@@ -111,15 +129,14 @@ fi
 # data), then a 64 B ib_send_bw stream that must complete
 if [ -f "$P/rx_steer" ] && [ "$(nproc)" -ge 2 ]; then
 	echo 1 >"$P/rx_steer"
-	steered() { echo $(($(dp_counter vrdma1 rx_handed_off) + $(dp_counter vrdma2 rx_handed_off))); }
-	s0=$(steered)
+	s0=$(both rx_handed_off)
 	dpt "receive steering, dp_test" 150 --only send,order,write,read,sge
 	o0=$(dp_counter vrdma1 rx_out_of_sequence)
 	dp_pair 120 ib_send_bw -d vrdma1 -x "$G1" -s 64 -n 5000 -- \
 		ib_send_bw -d vrdma2 -x "$G2" -s 64 -n 5000 "$H1_IP" &&
 		ktap_ok "receive steering: 5000 64 B SENDs completed" ||
 		ktap_fail "receive steering: ib_send_bw -s 64 -n 5000"
-	s1=$(steered)
+	s1=$(both rx_handed_off)
 	# the stream's ACKs are taken on the sender's CPU: few, if any, out of
 	# sequence (a report, not a check: a migrating process reorders too)
 	diag "receive steering: ib_send_bw stream, $(($(dp_counter vrdma1 rx_out_of_sequence) - o0)) packets out of sequence"
