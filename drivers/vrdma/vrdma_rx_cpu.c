@@ -49,10 +49,12 @@ MODULE_PARM_DESC(rx_steer, "single-packet messages of a stream are placed on ano
 /*
  * Experimental: a hand-off worker whose queue ran empty polls it this
  * long before it sleeps, so that a stream's batches find it awake: no
- * wake-up (an IPI) per batch. Data and ACK workers apart.
+ * wake-up (an IPI) per batch. Data and ACK workers apart; at most
+ * VRDMA_RX_SPIN_MAX_US, as the work pool's other items wait meanwhile.
  */
+#define VRDMA_RX_SPIN_MAX_US	10000
+
 static unsigned int rx_spin_us;
-#define VRDMA_RX_SPIN_MAX_US	10000	/* the work pool's others wait */
 module_param(rx_spin_us, uint, 0644);
 MODULE_PARM_DESC(rx_spin_us, "the data hand-off worker polls its empty queue this long before it sleeps (experimental, default 0)");
 
