@@ -37,7 +37,7 @@ T=/sys/kernel/tracing
 fn_vrdma="vrdma_post_send vrdma_udp_data_ready vrdma_resp_rx_data
 	vrdma_req_rx_ack vrdma_cq_push vrdma_rc_timer vrdma_req_xmit_data
 	vrdma_resp_send_ack"
-fn_rxe="rxe_post_send rxe_udp_encap_recv rxe_responder rxe_completer
+fn_rxe="rxe_post_send rxe_udp_encap_recv rxe_resp_queue_pkt rxe_responder rxe_completer
 	rxe_cq_post rxe_requester rxe_xmit_packet"
 fn_net="veth_xmit net_rx_action __netif_receive_skb_core ip_rcv"
 
@@ -78,8 +78,10 @@ analyse() {
 			next
 		}
 		n[fn]++
-		if (fn == rx && !trx) { trx = ts; samecpu = cpu == lastcpu }
-		if (fn == cq && trx && !tcq) tcq = ts
+		if (fn == rx && !trx) { trx = ts; rxcpu = cpu; samecpu = cpu == lastcpu }
+		# the completion the arrival wrote, on its CPU (not the
+		# other CPU finishing the previous message)
+		if (fn == cq && trx && !tcq && cpu == rxcpu) tcq = ts
 		if (fn == "vrdma_rc_timer") ntimer++
 		if (fn == "vrdma_req_rx_ack" || fn == "rxe_completer") nack++
 	}' | sort -n >/tmp/halves
@@ -158,7 +160,9 @@ run_one() {	# DRIVER LABEL
 	if [ "$t" = vrdma ]; then
 		fns="$fn_vrdma" db=vrdma_post_send rx=vrdma_resp_rx_data cq=vrdma_cq_push
 	else
-		fns="$fn_rxe" db=rxe_post_send rx=rxe_responder cq=rxe_cq_post
+		# a request's arrival: rxe_responder also runs again for the
+		# message before, on the other CPU, after that one's CQE
+		fns="$fn_rxe" db=rxe_post_send rx=rxe_resp_queue_pkt cq=rxe_cq_post
 	fi
 	if [ -n "${LAT_GRAPH:-}" ]; then
 		if [ "$t" = vrdma ]; then
