@@ -495,18 +495,6 @@ static bool vrdma_batch_open(struct vrdma_dev *vdev, struct vrdma_route *r,
 	return true;
 }
 
-/* @len bytes of @page at @off to @skb of @b: the head counts them too. */
-static void vrdma_batch_frag(struct vrdma_batch *b, struct sk_buff *skb,
-			     struct page *page, u32 off, u32 len)
-{
-	vrdma_net_skb_frag(skb, page, off, len);
-	if (skb == b->skb)
-		return;
-	b->skb->len += len;
-	b->skb->data_len += len;
-	b->skb->truesize += len;
-}
-
 /*
  * Add a packet for UDP source port @sport to @b: the @buf_len bytes at
  * @buf (from vrdma_batch_alloc()), then the pages of @fr. A packet that
@@ -539,13 +527,18 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		}
 		skb = b->skb;
 	}
-	vrdma_batch_frag(b, skb, page, (u8 *)buf - (u8 *)page_address(page),
-			 buf_len);
+	vrdma_net_skb_frag(skb, page, (u8 *)buf - (u8 *)page_address(page),
+			   buf_len);
 	for (i = 0; i < fr->n; i++)
-		vrdma_batch_frag(b, skb, fr->f[i].page, fr->f[i].off,
-				 fr->f[i].len);
+		vrdma_net_skb_frag(skb, fr->f[i].page, fr->f[i].off,
+				   fr->f[i].len);
 	fr->n = 0;
 	fr->len = 0;
+	if (skb != b->skb) {	/* in the frag list: the head counts it too */
+		b->skb->len += len;
+		b->skb->data_len += len;
+		b->skb->truesize += len;
+	}
 	b->n++;
 	if (len < b->seg)
 		b->closed = true;
