@@ -46,4 +46,15 @@ static inline void vrdma_set_initial_netns(struct ib_device *ibdev,
 	write_pnet(&ibdev->coredev.rdma_net, net);
 }
 
+/*
+ * A local that the code writes before it reads, left out of
+ * CONFIG_INIT_STACK_ALL_ZERO's zeroing (GCC 12 and clang; the kernel has
+ * no such macro up to 6.12). Elsewhere it is zeroed, as any other local.
+ */
+#if __has_attribute(__uninitialized__)
+#define vrdma_noinit __attribute__((__uninitialized__))
+#else
+#define vrdma_noinit
+#endif
+
 #endif /* VRDMA_COMPAT_H */

@@ -580,7 +580,7 @@ static bool vrdma_frags_add(struct vrdma_frags *fr, struct page *page,
 	    fr->f[fr->n - 1].off + fr->f[fr->n - 1].len == off) {
 		fr->f[fr->n - 1].len += n;
 	} else {
-		if (fr->n == MAX_SKB_FRAGS || !sendpage_ok(page))
+		if (fr->n == VRDMA_FRAGS_MAX || !sendpage_ok(page))
 			return false;
 		get_page(page);
 		fr->f[fr->n].page = page;

@@ -614,13 +614,14 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 	struct vrdma_qp *qp = rc->qp;
 	struct vrdma_tmsg *tm = &rc->req.tmsg[d->msg_id % VRDMA_RC_MSGS];
 	enum ib_wc_status st = IB_WC_SUCCESS;
-	struct vrdma_frags fr = {};
+	struct vrdma_frags fr vrdma_noinit;
 	struct vrdma_swqe *sw;
 	struct vt_data_hdr h;
 	u32 copy;
 	void *buf;
 	bool zc;
 
+	vrdma_frags_init(&fr);
 	sw = vrdma_req_hdr(rc, tm, d, &h);
 	zc = vrdma_req_frags(rc, tm, sw, &h, &fr);
 	/* with the payload in page fragments, the buffer holds the header */

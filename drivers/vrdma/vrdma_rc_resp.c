@@ -73,9 +73,10 @@ static bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc,
 				    const struct vt_ack *a)
 {
 	struct vrdma_batch *b = &rc->req.batch;
-	struct vrdma_frags fr = {};
+	struct vrdma_frags fr vrdma_noinit;
 	void *buf;
 
+	vrdma_frags_init(&fr);
 	if (!vrdma_batch_room(b, VT_ACK_LEN))
 		return false;
 	buf = vrdma_batch_alloc(VT_ACK_LEN);

@@ -341,7 +341,15 @@ struct vrdma_buf {
 #define VRDMA_BUF(ptr)		((struct vrdma_buf){ .p = (ptr) })
 #define VRDMA_SKB_BUF(s, o)	((struct vrdma_buf){ .skb = (s), .off = (o) })
 
-/* Pages of a payload to attach to an skb instead of copying it. */
+/*
+ * Pages of a payload to attach to an skb instead of copying it. One
+ * packet's: a 9000-byte MTU's payload spans at most 4 pages of one SGE,
+ * and a payload gathered from more pieces than this is copied. It lives
+ * on the stack of every packet sent: at MAX_SKB_FRAGS entries (280
+ * bytes) its zeroing was a cost of its own (vrdma_frags_init()).
+ */
+#define VRDMA_FRAGS_MAX		8
+
 struct vrdma_frags {
 	u32 n;
 	u32 len;
@@ -349,8 +357,20 @@ struct vrdma_frags {
 		struct page *page;
 		u32 off;
 		u32 len;
-	} f[MAX_SKB_FRAGS];
+	} f[VRDMA_FRAGS_MAX];
 };
+
+/*
+ * Empty: the count and length only. Debian's 6.1 builds with
+ * CONFIG_INIT_STACK_ALL_ZERO, which zeroes every local the code does not
+ * initialise; the array is written before it is read, so a declaration
+ * with vrdma_noinit skips that.
+ */
+static inline void vrdma_frags_init(struct vrdma_frags *fr)
+{
+	fr->n = 0;
+	fr->len = 0;
+}
 
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len);
