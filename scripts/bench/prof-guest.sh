@@ -8,7 +8,9 @@
 # read and read1m, lat64: the ping-pong with 64 B, the bench's size,
 # writeb and send64b: 64 KB WRITEs and 64 B SENDs both ways); PROF_SECONDS
 # (default 8) per phase.
-# PROF_NETEM="loss 5%" puts netem on both ends of the wire.
+# PROF_NETEM="loss 5%" puts netem on both ends of the wire; with the
+# pseudo-tests netem:on and netem:off in PROF_TESTS it is put on and taken
+# off between figures (a lossy and a lossless figure in one boot).
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
 # module, in turn, PROF_ROUNDS times (default 1), labelled by the file's
 # name: an A/B of two builds in one boot, where TCG's run-to-run swings
@@ -31,8 +33,11 @@ kallsyms() {
 # They also print "##prof-units LABEL BYTES" for scripts/vm/profile --insn:
 # the bytes the busier end of the wire sent in the phase (its data).
 wire_tx() { cat "/sys/class/net/$W1_IF/statistics/tx_bytes" "/sys/class/net/$W2_IF/statistics/tx_bytes"; }
-cpu_mark() { grep '^cpu[0-9]' /proc/stat >/tmp/stat0; wire_tx >/tmp/wire0; }
+cpu_mark() { grep '^cpu[0-9]' /proc/stat >/tmp/stat0; wire_tx >/tmp/wire0; nstat -n >/dev/null 2>&1; }
 cpu_report() {
+	# the stack's drops and errors in the phase (a loss on a lossless wire)
+	nstat 2>/dev/null | awk -v l="$1" '$1 ~ /Drop|Err|Overflow|Prune|Fail/ { d = d " " $1 " " $2 }
+		END { if (d != "") print "# " l " drops:" d }'
 	wire_tx | paste -d' ' /tmp/wire0 - | awk -v l="$1" '
 		{ d = $2 - $1; if (d > m) m = d }
 		END { printf "##prof-units %s %d\n", l, m }'
@@ -78,18 +83,30 @@ if [ -n "${PROF_RPS:-}" ]; then
 	echo "$m2" >/sys/class/net/$W2_IF/queues/rx-0/rps_cpus
 fi
 # PROF_NETEM="loss 5%": netem on both ends of the wire
-if [ -n "${PROF_NETEM:-}" ]; then
+nlabel=	# "+netem" in the labels of figures taken under netem
+netem_on() {
+	nlabel=+netem
 	# shellcheck disable=SC2086 # netem's arguments
 	tc qdisc replace dev "$W1_IF" root netem $PROF_NETEM &&
 		tc qdisc replace dev "$W2_IF" root netem $PROF_NETEM &&
 		echo "# netem $PROF_NETEM on $W1_IF and $W2_IF"
-fi
+}
+netem_off() {
+	nlabel=
+	tc qdisc del dev "$W1_IF" root 2>/dev/null
+	tc qdisc del dev "$W2_IF" root 2>/dev/null
+	echo "# netem off"
+}
+[ -n "${PROF_NETEM:-}" ] && netem_on
 plan=
 if [ -n "${PROF_KOS:-}" ]; then
 	for _ in $(seq "${PROF_ROUNDS:-1}"); do
 		for k in $PROF_KOS; do
 			for x in $tests; do
-				case "$x" in vrdma:*) plan="$plan $k@$x" ;; esac
+				case "$x" in
+				vrdma:*) plan="$plan $k@$x" ;;
+				netem:*) plan="$plan $x" ;;
+				esac
 			done
 		done
 	done
@@ -102,7 +119,11 @@ for px in $plan; do
 	t=${x%%:*} what=${x#*:}
 	if [ -n "$ko" ]; then
 		use_ko "$ko"
-		x="$(basename "${ko%%,*}" .ko)${ko#"${ko%%,*}"}:$what"
+		x="$(basename "${ko%%,*}" .ko)${ko#"${ko%%,*}"}$nlabel:$what"
+	fi
+	if [ "$t" = netem ]; then
+		if [ "$what" = on ]; then netem_on; else netem_off; fi
+		continue
 	fi
 	if [ "$t" = tcp ]; then
 		iperf3 -s -1 -B "$W2_IP" -p 5299 >/dev/null 2>&1 &
