@@ -122,7 +122,7 @@ struct vrdma_frags;
  * source port), all as long as the first but the last, sent as one skb
  * (vrdma_batch_send() in vrdma_net.c says how).
  */
-#define VRDMA_BATCH_MAX		16		/* packets */
+#define VRDMA_BATCH_MAX		32		/* packets */
 #define VRDMA_BATCH_BYTES	(48 * 1024)	/* far below IP's 64 KB */
 
 struct vrdma_batch {

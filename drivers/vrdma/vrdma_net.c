@@ -43,7 +43,7 @@ MODULE_PARM_DESC(tx_queue_kb,
 
 static uint tx_batch = VRDMA_BATCH_MAX;
 module_param(tx_batch, uint, 0644);
-MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 16); 1: one skb per packet");
+MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 32); 1: one skb per packet");
 
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */

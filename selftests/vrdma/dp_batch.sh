@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Batched transmit and receive (module parameter tx_batch, default 16): a
+# Batched transmit and receive (module parameter tx_batch, default 32): a
 # run of RC packets to one path leaves as one UDP GSO skb, and the
 # receiving socket takes GSO and GRO aggregates whole and walks them in
 # place. Every case verifies its data and checks, with the tx_batches /
@@ -74,7 +74,7 @@ if [ -f "$P/zcopy" ]; then
 	z1=$(dp_counter vrdma2 tx_zcopy_packets)
 	[ "${z1:-0}" -gt "${z0:-0}" ] && ktap_ok "copy-free batches carried user pages (+$((z1 - z0)))" ||
 		ktap_fail "copy-free: no packet went without a copy"
-	# 16 copy-free packets take more than an skb's 17 fragments: the
+	# 32 copy-free packets take more than an skb's 17 fragments: the
 	# batch grows a frag list where the netdev takes one (veth), and
 	# stops at 17 fragments where it does not
 	fl() { dp_counter vrdma2 tx_frag_lists; }
@@ -164,6 +164,7 @@ if both_ways "ACKs in data"; then
 		ktap_fail "ACKs in data: no ACK rode in a data skb"
 fi
 
+txbatch=$(cat "$P/tx_batch")
 echo 1 >"$P/tx_batch"
 case_pp "control: tx_batch=1" 65536 0 0
 c0=$(carried)
@@ -172,7 +173,7 @@ if both_ways "control: tx_batch=1, both ways"; then
 	[ "$c1" -eq "$c0" ] && ktap_ok "control: tx_batch=1, both ways: no ACK in a data skb" ||
 		ktap_fail "control: tx_batch=1, both ways: $((c1 - c0)) ACKs in data skbs"
 fi
-echo 16 >"$P/tx_batch"
+echo "$txbatch" >"$P/tx_batch"
 
 # the stack segments before the veth: single packets arrive
 ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation off >/dev/null

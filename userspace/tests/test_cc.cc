@@ -419,7 +419,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
 	EXPECT_EQ(vm.lazy_ack_delay_ns, 1000 * US);	// lazy_ack_delay_us
 	EXPECT_EQ(dc.lazy_ack_delay_ns, 0u);		// = ack_delay_ns
-	EXPECT_EQ(vm.path_burst, 16u);
+	EXPECT_EQ(vm.path_burst, 32u);	// the module's VRDMA_BATCH_MAX
 	EXPECT_EQ(vm.tx_defer_pkts, 16u);	// one batch per ACK
 	EXPECT_EQ(dc.ack_batch_end, 1u);
 	EXPECT_EQ(vm.ack_batch_end, 0u);	// half the ACKs of a bulk stream
