@@ -10,7 +10,8 @@
 # (default 8) per phase.
 # PROF_NETEM="loss 5%" puts netem on both ends of the wire; with the
 # pseudo-tests netem:on and netem:off in PROF_TESTS it is put on and taken
-# off between figures (a lossy and a lossless figure in one boot).
+# off between figures (a lossy and a lossless figure in one boot);
+# rps:on and rps:off likewise switch PROF_RPS (default "1 2") on and off.
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
 # module, in turn, PROF_ROUNDS times (default 1), labelled by the file's
 # name: an A/B of two builds in one boot, where TCG's run-to-run swings
@@ -77,11 +78,19 @@ perftest() {
 wire_single || { echo "prof: the wire failed"; exit 1; }
 # PROF_RPS="MASK1 MASK2": receive packet steering of vw1's and vw2's
 # receive queue (an experiment: each end's receive work on its own vCPU)
-if [ -n "${PROF_RPS:-}" ]; then
-	read -r m1 m2 <<<"$PROF_RPS"
-	echo "$m1" >/sys/class/net/$W1_IF/queues/rx-0/rps_cpus
-	echo "$m2" >/sys/class/net/$W2_IF/queues/rx-0/rps_cpus
-fi
+rlabel=	# "+rps" in the labels of figures taken with it
+rps_set() {
+	echo "$1" >/sys/class/net/$W1_IF/queues/rx-0/rps_cpus
+	echo "$2" >/sys/class/net/$W2_IF/queues/rx-0/rps_cpus
+	echo "# rps_cpus $1 and $2"
+}
+rps_on() {
+	local m1 m2
+	read -r m1 m2 <<<"${PROF_RPS:-1 2}"
+	rps_set "$m1" "$m2"
+	rlabel=+rps
+}
+[ -n "${PROF_RPS:-}" ] && rps_on
 # PROF_NETEM="loss 5%": netem on both ends of the wire
 nlabel=	# "+netem" in the labels of figures taken under netem
 netem_on() {
@@ -105,7 +114,7 @@ if [ -n "${PROF_KOS:-}" ]; then
 			for x in $tests; do
 				case "$x" in
 				vrdma:*) plan="$plan $k@$x" ;;
-				netem:*) plan="$plan $x" ;;
+				netem:* | rps:*) plan="$plan $x" ;;
 				esac
 			done
 		done
@@ -119,10 +128,14 @@ for px in $plan; do
 	t=${x%%:*} what=${x#*:}
 	if [ -n "$ko" ]; then
 		use_ko "$ko"
-		x="$(basename "${ko%%,*}" .ko)${ko#"${ko%%,*}"}$nlabel:$what"
+		x="$(basename "${ko%%,*}" .ko)${ko#"${ko%%,*}"}$nlabel$rlabel:$what"
 	fi
 	if [ "$t" = netem ]; then
 		if [ "$what" = on ]; then netem_on; else netem_off; fi
+		continue
+	fi
+	if [ "$t" = rps ]; then
+		if [ "$what" = on ]; then rps_on; else rps_set 0 0; rlabel=; fi
 		continue
 	fi
 	if [ "$t" = tcp ]; then
