@@ -90,6 +90,10 @@ rps_on() {
 	rps_set "$m1" "$m2"
 	rlabel=+rps
 }
+rps_off() {
+	rps_set 0 0
+	rlabel=
+}
 [ -n "${PROF_RPS:-}" ] && rps_on
 # PROF_NETEM="loss 5%": netem on both ends of the wire
 nlabel=	# "+netem" in the labels of figures taken under netem
@@ -135,7 +139,7 @@ for px in $plan; do
 		continue
 	fi
 	if [ "$t" = rps ]; then
-		if [ "$what" = on ]; then rps_on; else rps_set 0 0; rlabel=; fi
+		if [ "$what" = on ]; then rps_on; else rps_off; fi
 		continue
 	fi
 	if [ "$t" = tcp ]; then
