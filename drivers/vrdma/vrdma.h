@@ -135,6 +135,8 @@ struct vrdma_batch {
 	bool list;	/* the netdev takes frag lists: it may grow one */
 };
 
+void *vrdma_frag_alloc(unsigned int len);
+void vrdma_frag_exit(void);
 void *vrdma_batch_alloc(u32 len);
 void vrdma_batch_free(void *buf);
 void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,

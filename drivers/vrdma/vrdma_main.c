@@ -379,6 +379,7 @@ static void __exit vrdma_exit(void)
 	WARN_ON(!list_empty(&vrdma_dev_list));
 	vrdma_net_exit();
 	vrdma_rc_exit();
+	vrdma_frag_exit();	/* nothing left to send packets */
 	pr_info("vrdma: unloaded\n");
 }
 

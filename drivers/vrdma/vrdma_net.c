@@ -389,13 +389,14 @@ static void vrdma_net_skb_frag(struct sk_buff *skb, struct page *page,
 
 /*
  * Room for one packet's bytes (its header, and its payload unless page
- * fragments carry it), from the per-CPU page fragment cache: no zeroed
+ * fragments carry it), from vrdma's per-CPU fragment pages: no zeroed
  * buffer per packet (init_on_alloc zeroes every new skb head), pages
- * reused once the skbs that held them are freed. NULL if none.
+ * reused once the skbs that held them are freed (vrdma_frag.c). NULL if
+ * none.
  */
 void *vrdma_batch_alloc(u32 len)
 {
-	return netdev_alloc_frag(len);
+	return vrdma_frag_alloc(len);
 }
 
 void vrdma_batch_free(void *buf)
