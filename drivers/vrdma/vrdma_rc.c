@@ -277,7 +277,7 @@ static void vrdma_rc_late(struct vrdma_rc_conn *rc, u64 now)
  */
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 {
-	struct vt_tx_decision d;
+	struct vt_tx_decision d vrdma_noinit;	/* vt_tx_poll() clears it */
 	int n;
 
 	lockdep_assert_held(&rc->lock);

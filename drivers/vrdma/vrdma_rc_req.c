@@ -616,7 +616,7 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 	enum ib_wc_status st = IB_WC_SUCCESS;
 	struct vrdma_frags fr vrdma_noinit;
 	struct vrdma_swqe *sw;
-	struct vt_data_hdr h;
+	struct vt_data_hdr h vrdma_noinit;	/* vrdma_req_hdr() clears it */
 	u32 copy;
 	void *buf;
 	bool zc;

@@ -98,7 +98,7 @@ static bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc,
  */
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
 {
-	struct vt_ack ack;
+	struct vt_ack ack vrdma_noinit;	/* vt_rx_build_ack() clears it */
 
 	vt_rx_build_ack(&rc->vt, now, &ack);
 	ack.dst_conn = rc->dest_qpn;

@@ -164,10 +164,11 @@ static const void *vrdma_rx_ptr(struct sk_buff *skb, u32 off, u32 len,
 static bool vrdma_rx_one(struct vrdma_dev *vdev, struct sk_buff *skb,
 			 u32 off, u32 len, struct vrdma_rc_rxb *b)
 {
-	u8 buf[VRDMA_RX_HDR_MAX];
+	/* read only where a copy or a successful decode wrote them */
+	u8 buf[VRDMA_RX_HDR_MAX] vrdma_noinit;
+	struct vt_data_hdr dh vrdma_noinit;
+	struct vt_ack ack vrdma_noinit;
 	const void *p;
-	struct vt_data_hdr dh;
-	struct vt_ack ack;
 	int op;
 
 	VRDMA_RX_CB(skb)->off = off;
