@@ -15,7 +15,8 @@
 # PROF_KOS="A.ko B.ko ..." (host paths) runs the vrdma tests once per
 # module, in turn, PROF_ROUNDS times (default 1), labelled by the file's
 # name: an A/B of two builds in one boot, where TCG's run-to-run swings
-# are smallest.
+# are smallest. The other tests (rxe:..., tcp:bw) then run once a round,
+# after the modules'.
 #   scripts/vm/profile -- --mem 3G scripts/bench/prof-guest.sh
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
 . "$VRDMA_ROOT/scripts/bench/wire-lib.sh"
@@ -121,6 +122,13 @@ if [ -n "${PROF_KOS:-}" ]; then
 				netem:* | rps:*) plan="$plan $x" ;;
 				esac
 			done
+		done
+		# the peers' figures once a round, after the modules' own
+		for x in $tests; do
+			case "$x" in
+			vrdma:* | netem:* | rps:*) ;;
+			*) plan="$plan $x" ;;
+			esac
 		done
 	done
 else
