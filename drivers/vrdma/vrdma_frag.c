@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Page fragments for the packets vrdma builds (skb heads, packet headers,
- * copied payload): per-CPU pages that are used again, as they are, once
- * every fragment handed out of them has been freed.
+ * Buffers for the packets vrdma builds: page fragments for skb heads,
+ * packet headers and copied payload, from per-CPU pages that are used
+ * again, as they are, once every fragment handed out of them has been
+ * freed; and skb structs from the kernel's per-CPU cache of freed ones.
  *
  * Why not netdev_alloc_frag(): its per-CPU cache reuses its 32 KB page
  * only if every fragment of it is free at the moment the page runs out.
@@ -142,4 +143,33 @@ void vrdma_frag_exit(void)
 			p->page = NULL;
 		}
 	}
+}
+
+/*
+ * With BH off (the data path's doorbell runs and softirqs), skb structs
+ * come from and go back to the per-CPU cache the kernel keeps for NAPI:
+ * a struct freed there is taken again as it is, where a new slab object
+ * is zeroed whole by init_on_alloc first (232 bytes), once per packet of
+ * a stream of small messages, whose every skb is built and freed on the
+ * one CPU that runs both ends of a veth.
+ */
+static bool vrdma_skb_cache_ok(void)
+{
+	return in_softirq() && !in_hardirq();
+}
+
+struct sk_buff *vrdma_build_skb(void *data, unsigned int size)
+{
+	if (vrdma_skb_cache_ok())
+		return napi_build_skb(data, size);
+	return build_skb(data, size);
+}
+
+/* Free a received @skb that was used (not dropped). */
+void vrdma_consume_skb(struct sk_buff *skb)
+{
+	if (vrdma_skb_cache_ok())
+		napi_consume_skb(skb, 1);
+	else
+		consume_skb(skb);
 }

@@ -320,7 +320,7 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 		 * vrdma_xmit6(); a veth counted every packet twice).
 		 */
 		data = vrdma_batch_alloc(size);
-		skb = data ? build_skb(data, size) : NULL;
+		skb = data ? vrdma_build_skb(data, size) : NULL;
 		if (data && !skb)
 			vrdma_batch_free(data);
 	}

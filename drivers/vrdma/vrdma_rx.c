@@ -223,5 +223,5 @@ void vrdma_rx(struct vrdma_dev *vdev, struct sk_buff *skb)
 			vrdma_count(vdev, VRDMA_CNT_RX_BAD, 1);
 	}
 	vrdma_rc_rx_flush(&b);
-	consume_skb(skb);
+	vrdma_consume_skb(skb);
 }
