@@ -33,6 +33,7 @@ static void swift_init(struct vt_conn *c, u64 now)
 	cwnd_clamp(c, (u64)c->cfg.init_cwnd << VT_FP_SHIFT);
 	c->tx.cc.swift.last_decrease = VT_NEVER;
 	c->tx.cc.swift.high_since = VT_NEVER;
+	c->tx.cc.swift.last_ce = VT_NEVER;
 }
 
 /* Swift decreases at most once per RTT. */
@@ -49,6 +50,7 @@ static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
 
 	cwnd_clamp(c, fp_mul(c->tx.cwnd_fp, VT_MAX(factor_fp, min_factor)));
 	c->tx.cc.swift.last_decrease = now;
+	c->tx.cc.swift.ss_done = true;
 }
 
 /*
@@ -231,6 +233,85 @@ static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
 	return true;
 }
 
+/*
+ * NSCC's case of a delay above the target without ECN (swift_noce_pct):
+ * a bottleneck port that holds the target's worth of queue (25 us, 300 KB
+ * at 100 Gbps) is far above the marking threshold, so its flows see CE; a
+ * delay above the target that no ACK of the last RTT saw marked is a sum
+ * of small queues on several hops (a sprayed fabric at full load), none
+ * of them a standing queue: the window keeps its additive increase up to
+ * swift_noce_pct % of the target, where the Swift law takes over again.
+ */
+static bool swift_noce(const struct vt_conn *c, const struct vt_cc_sample *s,
+		       u64 d, u64 target)
+{
+	u64 ce = c->tx.cc.swift.last_ce;
+
+	if (ce != VT_NEVER && s->now - ce <= c->tx.srtt)
+		return false;
+	if (d * 100 >= target * c->cfg.swift_noce_pct)
+		return false;
+	return swift_window_used(c, s);
+}
+
+/*
+ * The delay-guarded start (swift_ss_exit_ns).  A first window is a guess
+ * (init_cwnd, half a datacenter BDP, small for a fan-in's sake); the
+ * additive and proportional increases take ~8 RTTs to find the line from
+ * it, and a 2 MB flow lasts ~12.  While the fabric delay stays within
+ * swift_ss_exit_ns of the smallest this connection has seen, below the
+ * target and unmarked, nobody's queue is growing: the window doubles per
+ * RTT (one packet per acked packet; the pacing at the link rate keeps a
+ * doubled window from leaving as a burst).  The first delay above that,
+ * a CE mark, a loss or a timeout ends the start for good: from then on the
+ * Swift law alone, as with the start off.  A fan-in's first samples
+ * already hold the queue of everyone's first windows (above the target,
+ * or rising): it ends there, before it grew.  Returns true when the
+ * window was handled here.
+ */
+/*
+ * swift_bdp_pct % of the path's bandwidth-delay product, fixed point:
+ * the smallest RTT seen times the pacing rate (the host link's), in
+ * packets of the MTU with their headers
+ */
+static u64 swift_bdp(const struct vt_conn *c)
+{
+	u64 pkt_ns = vt_div64((u64)(c->cfg.mtu + VT_DATA_HDR_LEN + 28) * 8000,
+			      c->cfg.swift_pace_mbps);
+
+	return vt_div64(c->tx.min_rtt * c->cfg.swift_bdp_pct * VT_FP_ONE,
+			100 * VT_MAX(pkt_ns, 1ULL));
+}
+
+static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
+			u64 target)
+{
+	u64 *base = &c->tx.cc.swift.ss_base, d = s->delay_ns;
+
+	if (c->tx.cc.swift.ss_done)
+		return false;
+	if (!*base || d < *base)
+		*base = d ? d : 1;
+	if (s->ce_count || d >= target ||
+	    d > *base + c->cfg.swift_ss_exit_ns) {
+		c->tx.cc.swift.ss_done = true;
+		return false;
+	}
+	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done) {
+		c->tx.cc.swift.bdp_done = true;
+		if (c->tx.cwnd_fp < swift_bdp(c))
+			cwnd_clamp(c, swift_bdp(c));
+		if (!c->cfg.swift_ss_exit_ns)
+			c->tx.cc.swift.ss_done = true;
+		return true;
+	}
+	if (!c->cfg.swift_ss_exit_ns)
+		return false;
+	if (swift_window_used(c, s))
+		cwnd_clamp(c, c->tx.cwnd_fp + (u64)s->acked_pkts * VT_FP_ONE);
+	return true;
+}
+
 static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 {
 	const struct vt_config *cfg = &c->cfg;
@@ -246,6 +327,12 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 	c->tx.cc.swift.low_delay = d < target;
 	if (cfg->swift_compete_rtts && swift_compete(c, s, d, target - fs))
 		return;
+	if ((cfg->swift_ss_exit_ns || cfg->swift_bdp_pct) &&
+	    cfg->swift_pace_mbps && !cfg->swift_queue_delay &&
+	    swift_start(c, s, target - fs))
+		return;
+	if (s->ce_count)
+		c->tx.cc.swift.last_ce = s->now;
 	if (d > cfg->swift_qa_mult * target) {
 		/*
 		 * Incast: delay far above target.  Cut to what the network
@@ -295,6 +382,10 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 		cwnd_clamp(c, cwnd);
 		return;
 	}
+	if (cfg->swift_noce_pct && swift_noce(c, s, d, target)) {
+		cwnd_clamp(c, cwnd + swift_ai(c, cwnd, s->acked_pkts));
+		return;
+	}
 	if (!swift_can_decrease(c, s->now))
 		return;
 	/* cwnd *= max(1 - beta * (d - target) / d, 1 - max_mdf) */
@@ -311,6 +402,7 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 static void swift_on_loss(struct vt_conn *c, u64 now)
 {
 	c->tx.cc.swift.compete_ss = false;
+	c->tx.cc.swift.ss_done = true;
 	if (c->tx.cc.swift.low_delay)
 		return;
 	if (swift_can_decrease(c, now))
@@ -322,6 +414,7 @@ static void swift_on_timeout(struct vt_conn *c, u64 now)
 	/* the first timeout since progress: what an undo restores */
 	if (!c->tx.rto_undo)
 		c->tx.cc.swift.undo_decrease = c->tx.cc.swift.last_decrease;
+	c->tx.cc.swift.ss_done = true;
 	if (c->tx.consec_rto >= c->cfg.swift_rto_reset) {
 		cwnd_clamp(c, c->cfg.swift_min_cwnd_fp);
 		c->tx.cc.swift.last_decrease = now;
