@@ -255,21 +255,6 @@ static bool swift_noce(const struct vt_conn *c, const struct vt_cc_sample *s,
 }
 
 /*
- * The delay-guarded start (swift_ss_exit_ns).  A first window is a guess
- * (init_cwnd, half a datacenter BDP, small for a fan-in's sake); the
- * additive and proportional increases take ~8 RTTs to find the line from
- * it, and a 2 MB flow lasts ~12.  While the fabric delay stays within
- * swift_ss_exit_ns of the smallest this connection has seen, below the
- * target and unmarked, nobody's queue is growing: the window doubles per
- * RTT (one packet per acked packet; the pacing at the link rate keeps a
- * doubled window from leaving as a burst).  The first delay above that,
- * a CE mark, a loss or a timeout ends the start for good: from then on the
- * Swift law alone, as with the start off.  A fan-in's first samples
- * already hold the queue of everyone's first windows (above the target,
- * or rising): it ends there, before it grew.  Returns true when the
- * window was handled here.
- */
-/*
  * swift_bdp_pct % of the path's bandwidth-delay product, fixed point:
  * the smallest RTT seen times the pacing rate (the host link's), in
  * packets of the MTU with their headers
@@ -283,6 +268,25 @@ static u64 swift_bdp(const struct vt_conn *c)
 			100 * VT_MAX(pkt_ns, 1ULL));
 }
 
+/*
+ * The start.  A first window is a guess (init_cwnd, half a datacenter BDP,
+ * small for a fan-in's sake); the additive and proportional increases take
+ * ~8 RTTs to find the line from it, and a 2 MB flow lasts ~12.  The first
+ * delay sample tells the path's base RTT: when it is below the target and
+ * unmarked (no fan-in's queue in it), the window is lifted once to
+ * swift_bdp_pct % of min RTT x the pacing rate.  A fan-in's first samples
+ * already hold everyone's first windows (above the target): no lift there;
+ * a short path's BDP is below init_cwnd: no change there.
+ *
+ * swift_ss_exit_ns (measured, off): while the fabric delay stays within
+ * that much of the smallest this connection has seen, below the target and
+ * unmarked, the window doubles per RTT (one packet per acked packet; the
+ * pacing at the link rate keeps it from leaving as a burst).
+ *
+ * The first delay above that (any rise, with the doubling off), a CE mark,
+ * a cut, a loss or a timeout ends the start for good: from then on the
+ * Swift law alone.  Returns true when the window was handled here.
+ */
 static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
 			u64 target)
 {
@@ -298,9 +302,11 @@ static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
 		return false;
 	}
 	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done) {
+		u64 bdp = swift_bdp(c);
+
 		c->tx.cc.swift.bdp_done = true;
-		if (c->tx.cwnd_fp < swift_bdp(c))
-			cwnd_clamp(c, swift_bdp(c));
+		if (c->tx.cwnd_fp < bdp)
+			cwnd_clamp(c, bdp);
 		if (!c->cfg.swift_ss_exit_ns)
 			c->tx.cc.swift.ss_done = true;
 		return true;
