@@ -1227,7 +1227,8 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"tx_defer_pkts", &c.tx_defer_pkts},
 			{"ack_spray", &c.ack_spray},
 			{"swift_noce_pct", &c.swift_noce_pct},
-			{"swift_bdp_pct", &c.swift_bdp_pct}};
+			{"swift_bdp_pct", &c.swift_bdp_pct},
+			{"swift_bdp_wait_pct", &c.swift_bdp_wait_pct}};
 		std::map<std::string, uint64_t *> f64 = {
 			{"rto_min_ns", &c.rto_min_ns},	 {"tlp_min_ns", &c.tlp_min_ns},
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},

@@ -433,6 +433,8 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	EXPECT_EQ(vm.ack_spray, 0u);	// needs the module's ACK source port
 	EXPECT_EQ(vm.swift_bdp_pct, 0u);	// needs the pacing rate
 	EXPECT_EQ(dc.swift_bdp_pct, 130u);	// the start, 2026-12-06
+	EXPECT_EQ(dc.swift_bdp_wait_pct, 50u);
+	EXPECT_EQ(vm.swift_bdp_wait_pct, 50u);	// inert with the lift off
 	EXPECT_EQ(dc.swift_ss_exit_ns, 0u);	// measured, not kept
 	EXPECT_EQ(dc.swift_noce_pct, 0u);	// measured, not kept
 	// everything else as vt_config_default()
@@ -647,13 +649,15 @@ TEST(SwiftCompete, AStandingQueueIsNotCompetition)
 }
 
 // The start (issue 18, 2026-12-06): swift_bdp_pct lifts the window to that
-// % of smallest RTT x pacing rate on the first delay sample below the
-// target without CE; once, and not for a first sample that met a queue.
-TEST(SwiftStart, FirstSampleLiftsTheWindowToTheBdp)
+// % of smallest RTT x pacing rate once the samples of swift_bdp_wait_pct %
+// of an SRTT from the first were all below the target without CE; once,
+// and not after a sample that met a queue.
+TEST(SwiftStart, CleanSamplesLiftTheWindowToTheBdp)
 {
 	vt_config cfg = swift_plain();
 	cfg.swift_pace_mbps = 100000;
-	cfg.swift_bdp_pct = 130;
+	ASSERT_EQ(cfg.swift_bdp_pct, 130u);	// the datacenter default
+	ASSERT_EQ(cfg.swift_bdp_wait_pct, 50u);
 	auto c = make_conn(cfg);
 	uint64_t wire = (4096 + VT_DATA_HDR_LEN + 28) * 8000 / 100000;
 	c->tx.srtt = c->tx.min_rtt = 16 * US;
@@ -661,13 +665,23 @@ TEST(SwiftStart, FirstSampleLiftsTheWindowToTheBdp)
 	ASSERT_EQ(c->tx.cwnd_fp, 32u << VT_FP_SHIFT);
 	vt_cc_sample s = sample(20 * US, 15 * US, 16);
 	c->ops->on_ack(c.get(), &s);
+	// the first: the Swift law (additive + proportional), no lift yet
+	EXPECT_LT(c->tx.cwnd_fp, 48u << VT_FP_SHIFT);
+	EXPECT_FALSE(c->tx.cc.swift.ss_done);
+	s = sample(27 * US, 15 * US, 16); // 7 us later: < srtt / 2
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_LT(c->tx.cwnd_fp, 48u << VT_FP_SHIFT);
+	c->tx.inflight = c->tx.cwnd_fp >> VT_FP_SHIFT;
+	s = sample(28 * US, 15 * US, 16); // 8 us: lift
+	c->ops->on_ack(c.get(), &s);
 	double bdp = 16.0 * US * 1.3 / wire;
 	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), bdp, 0.01);
 	EXPECT_GT(bdp, 60.0);
+	EXPECT_TRUE(c->tx.cc.swift.ss_done);
 	// once: the next sample runs the Swift law (additive + proportional)
 	uint32_t w = c->tx.cwnd_fp;
 	c->tx.inflight = w >> VT_FP_SHIFT;
-	s = sample(30 * US, 15 * US, 16);
+	s = sample(40 * US, 15 * US, 16);
 	c->ops->on_ack(c.get(), &s);
 	EXPECT_GT(c->tx.cwnd_fp, w);
 	EXPECT_LT(c->tx.cwnd_fp - w, 16u << VT_FP_SHIFT);
@@ -677,32 +691,48 @@ TEST(SwiftStart, FirstSampleLiftsTheWindowToTheBdp)
 	c->tx.inflight = 32;
 	s = sample(20 * US, 3 * US, 16);
 	c->ops->on_ack(c.get(), &s);
+	s = sample(30 * US, 3 * US, 16);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_TRUE(c->tx.cc.swift.ss_done);
 	EXPECT_GE(c->tx.cwnd_fp, 32u << VT_FP_SHIFT);
+	// with no wait, the first clean sample lifts
+	cfg.swift_bdp_wait_pct = 0;
+	c = make_conn(cfg);
+	c->tx.srtt = c->tx.min_rtt = 16 * US;
+	c->tx.inflight = 32;
+	s = sample(20 * US, 15 * US, 16);
+	c->ops->on_ack(c.get(), &s);
+	EXPECT_NEAR(c->tx.cwnd_fp / double(VT_FP_ONE), bdp, 0.01);
 }
 
-// A fan-in's first samples hold everyone's first windows: above the
-// target, or marked, there is no lift, and none later either.
+// A fan-in's samples hold everyone's first windows: a sample above the
+// target, or marked, within the wait ends the start without a lift, and
+// there is none later either.
 TEST(SwiftStart, NoLiftOnAQueue)
 {
 	vt_config cfg = swift_plain();
 	cfg.swift_pace_mbps = 100000;
-	cfg.swift_bdp_pct = 130;
 	for (int ce = 0; ce < 2; ce++) {
 		auto c = make_conn(cfg);
-		c->tx.srtt = c->tx.min_rtt = ce ? 16 * US : 90 * US;
+		c->tx.srtt = c->tx.min_rtt = 16 * US;
 		c->tx.inflight = 32;
-		vt_cc_sample s = sample(100 * US, ce ? 15 * US : 88 * US, 16,
-					ce);
+		// a near sender's first sample is clean...
+		vt_cc_sample s = sample(10 * US, 15 * US, 16);
 		c->ops->on_ack(c.get(), &s);
-		EXPECT_LE(c->tx.cwnd_fp, 32u << VT_FP_SHIFT) << ce;
+		// ...the far senders' packets arrive before the wait is over
+		s = sample(15 * US, ce ? 15 * US : 60 * US, 16, ce);
+		c->ops->on_ack(c.get(), &s);
 		EXPECT_TRUE(c->tx.cc.swift.ss_done) << ce;
+		EXPECT_LE(c->tx.cwnd_fp, 34u << VT_FP_SHIFT) << ce;
 		uint32_t w = c->tx.cwnd_fp;
+		c->tx.inflight = w >> VT_FP_SHIFT;
 		s = sample(200 * US, 10 * US, 16);
 		c->ops->on_ack(c.get(), &s);
 		EXPECT_LT(c->tx.cwnd_fp, w + (8u << VT_FP_SHIFT)) << ce;
 	}
 	// the kernel's queue-delay mode and an unpaced sender never lift
 	cfg.swift_queue_delay = 1;
+	cfg.swift_bdp_wait_pct = 0;
 	auto c = make_conn(cfg);
 	c->tx.srtt = c->tx.min_rtt = 16 * US;
 	c->tx.inflight = 32;
@@ -796,5 +826,8 @@ TEST(SwiftNoCe, AboveTargetWithoutMarksGrows)
 	EXPECT_NE(vt_config_check(&cfg), 0);
 	cfg.swift_noce_pct = 0;
 	cfg.swift_bdp_pct = 1001; // a bound that keeps the product in 64 bits
+	EXPECT_NE(vt_config_check(&cfg), 0);
+	cfg.swift_bdp_pct = 130;
+	cfg.swift_bdp_wait_pct = 1001;
 	EXPECT_NE(vt_config_check(&cfg), 0);
 }

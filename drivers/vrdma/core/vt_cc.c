@@ -272,20 +272,22 @@ static u64 swift_bdp(const struct vt_conn *c)
  * The start.  A first window is a guess (init_cwnd, half a datacenter BDP,
  * small for a fan-in's sake); the additive and proportional increases take
  * ~8 RTTs to find the line from it, and a 2 MB flow lasts ~12.  The first
- * delay sample tells the path's base RTT: when it is below the target and
- * unmarked (no fan-in's queue in it), the window is lifted once to
- * swift_bdp_pct % of min RTT x the pacing rate.  A fan-in's first samples
- * already hold everyone's first windows (above the target): no lift there;
- * a short path's BDP is below init_cwnd: no change there.
+ * delay samples tell the path's base RTT: when those of swift_bdp_wait_pct
+ * % of an SRTT were all below the target and unmarked (no fan-in's queue in
+ * them), the window is lifted once to swift_bdp_pct % of min RTT x the
+ * pacing rate.  A fan-in's samples hold everyone's first windows within
+ * that time (above the target; a sender near the receiver may see its
+ * first ACK before the far ones' packets arrive, hence the wait): no lift
+ * there; a short path's BDP is below init_cwnd: no change there.
  *
  * swift_ss_exit_ns (measured, off): while the fabric delay stays within
  * that much of the smallest this connection has seen, below the target and
  * unmarked, the window doubles per RTT (one packet per acked packet; the
  * pacing at the link rate keeps it from leaving as a burst).
  *
- * The first delay above that (any rise, with the doubling off), a CE mark,
- * a cut, a loss or a timeout ends the start for good: from then on the
- * Swift law alone.  Returns true when the window was handled here.
+ * A delay at or above the target (or, doubling, above its margin), a CE
+ * mark, a cut, a loss or a timeout ends the start for good: from then on
+ * the Swift law alone.  Returns true when the window was handled here.
  */
 static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
 			u64 target)
@@ -296,11 +298,18 @@ static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
 		return false;
 	if (!*base || d < *base)
 		*base = d ? d : 1;
-	if (s->ce_count || d >= target ||
-	    d > *base + c->cfg.swift_ss_exit_ns) {
+	if (s->ce_count || d >= target || (c->cfg.swift_ss_exit_ns &&
+	    d > *base + c->cfg.swift_ss_exit_ns)) {
 		c->tx.cc.swift.ss_done = true;
 		return false;
 	}
+	if (!c->tx.cc.swift.ss_first)
+		c->tx.cc.swift.ss_first = s->now ? s->now : 1;
+	/* not yet: the Swift law meanwhile */
+	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done &&
+	    s->now - c->tx.cc.swift.ss_first <
+	    vt_div64(c->tx.srtt * c->cfg.swift_bdp_wait_pct, 100))
+		return false;
 	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done) {
 		u64 bdp = swift_bdp(c);
 

@@ -50,6 +50,7 @@ void vt_config_default(struct vt_config *cfg)
 	cfg->swift_pace_mbps = 100000;	/* the datacenter profile's links */
 	cfg->swift_compete_rtts = 0;	/* measured, not kept: docs/simulation.md */
 	cfg->swift_bdp_pct = 130;	/* the start: docs/simulation.md, 2026-12-06 */
+	cfg->swift_bdp_wait_pct = 50;
 	cfg->dcqcn_line_mbps = 25000;
 	cfg->dcqcn_min_mbps = 100;
 	cfg->dcqcn_rai_mbps = 40;
@@ -149,7 +150,8 @@ int vt_config_check(const struct vt_config *cfg)
 		return VT_ERR_INVAL;
 	if (cfg->path_reps > VT_REPS_MAX || cfg->swift_pi_pct > 1000 ||
 	    (cfg->swift_noce_pct && cfg->swift_noce_pct < 100) ||
-	    cfg->swift_noce_pct > 1000 || cfg->swift_bdp_pct > 1000)
+	    cfg->swift_noce_pct > 1000 || cfg->swift_bdp_pct > 1000 ||
+	    cfg->swift_bdp_wait_pct > 1000)
 		return VT_ERR_INVAL;
 	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
 	    cfg->rack_slack_pct > 100)

@@ -136,11 +136,13 @@ struct vt_config {
 	 */
 	u64 swift_ss_exit_ns;
 	/*
-	 * The first delay sample below the target, unmarked, lifts the
-	 * window to this % of the path's BDP (smallest RTT x pacing rate)
-	 * when it is below; 0 = off
+	 * Once the delay samples of swift_bdp_wait_pct % of an SRTT from
+	 * the first one were all below the target and unmarked, the window
+	 * is lifted to swift_bdp_pct % of the path's BDP (smallest RTT x
+	 * pacing rate) when it is below; 0 = off
 	 */
 	u32 swift_bdp_pct;
+	u32 swift_bdp_wait_pct;
 	/*
 	 * NSCC's fourth case: a delay above the target with no CE for the
 	 * last RTT is a spread of small queues none of which is a
@@ -346,6 +348,7 @@ struct vt_tx {
 			u64 ss_base;	/* swift_ss_exit_ns: smallest delay */
 			bool ss_done;	/* the start has ended */
 			bool bdp_done;	/* swift_bdp_pct: the lift was made */
+			u64 ss_first;	/* the start's first sample */
 			u64 last_ce;	/* swift_noce_pct: last ACK with CE */
 		} swift;
 		struct {
