@@ -165,7 +165,7 @@ Usage: vrdma-sim [options]
                          rack_slack_pct path_reps swift_pi_pct
                          swift_pace_mbps retx_conserve swift_compete_rtts
                          tx_defer_pkts ack_spray swift_ss_exit_ns
-                         swift_noce_pct swift_bdp_pct
+                         swift_noce_pct swift_bdp_pct swift_bdp_wait_pct
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
