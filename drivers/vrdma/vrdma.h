@@ -139,8 +139,6 @@ void *vrdma_frag_alloc(unsigned int len);
 void vrdma_frag_exit(void);
 struct sk_buff *vrdma_build_skb(void *data, unsigned int size);
 void vrdma_consume_skb(struct sk_buff *skb);
-void *vrdma_batch_alloc(u32 len);
-void vrdma_batch_free(void *buf);
 void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		     struct vrdma_batch *b, __be16 sport, void *buf,
 		     u32 buf_len, struct vrdma_frags *fr);

@@ -98,7 +98,10 @@ fill:
 
 /*
  * @len bytes (rounded up to a cache line) in a page fragment, freed with
- * skb_free_frag() or by the skb that takes it; NULL if no memory.
+ * skb_free_frag() or by the skb that takes it; NULL if no memory. Room
+ * for one packet's bytes (its header, and its payload unless page
+ * fragments carry it): no zeroed buffer per packet (init_on_alloc zeroes
+ * every new skb head), pages reused once the skbs that held them are freed.
  */
 void *vrdma_frag_alloc(unsigned int len)
 {

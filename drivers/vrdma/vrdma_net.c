@@ -319,10 +319,10 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 		 * iptunnel_xmit() counts as a tunnel device's stats (see
 		 * vrdma_xmit6(); a veth counted every packet twice).
 		 */
-		data = vrdma_batch_alloc(size);
+		data = vrdma_frag_alloc(size);
 		skb = data ? vrdma_build_skb(data, size) : NULL;
 		if (data && !skb)
-			vrdma_batch_free(data);
+			skb_free_frag(data);
 	}
 	if (!skb)
 		return NULL;
@@ -385,23 +385,6 @@ static void vrdma_net_skb_frag(struct sk_buff *skb, struct page *page,
 	skb->len += len;
 	skb->data_len += len;
 	skb->truesize += len;
-}
-
-/*
- * Room for one packet's bytes (its header, and its payload unless page
- * fragments carry it), from vrdma's per-CPU fragment pages: no zeroed
- * buffer per packet (init_on_alloc zeroes every new skb head), pages
- * reused once the skbs that held them are freed (vrdma_frag.c). NULL if
- * none.
- */
-void *vrdma_batch_alloc(u32 len)
-{
-	return vrdma_frag_alloc(len);
-}
-
-void vrdma_batch_free(void *buf)
-{
-	skb_free_frag(buf);
 }
 
 /* The skb that takes the next packet's fragments: the frag list's last. */
@@ -498,7 +481,7 @@ static bool vrdma_batch_open(struct vrdma_dev *vdev, struct vrdma_route *r,
 
 /*
  * Add a packet for UDP source port @sport to @b: the @buf_len bytes at
- * @buf (from vrdma_batch_alloc()), then the pages of @fr. A packet that
+ * @buf (from vrdma_frag_alloc()), then the pages of @fr. A packet that
  * does not fit sends the batch first; a packet shorter than the batch's
  * first ends it (a GSO skb's last segment may be short, no other). Takes
  * @buf and @fr's references in every case; a failed allocation loses the
@@ -522,7 +505,7 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 	}
 	if (!skb) {
 		if (!vrdma_batch_open(vdev, r, b, sport, len)) {
-			vrdma_batch_free(buf);
+			skb_free_frag(buf);
 			vrdma_frags_put(fr);
 			return;
 		}

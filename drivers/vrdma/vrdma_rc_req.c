@@ -584,7 +584,7 @@ static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 				struct vt_data_hdr *h, u32 entropy,
 				struct vrdma_frags *fr)
 {
-	void *buf = vrdma_batch_alloc(VT_DATA_HDR_LEN);
+	void *buf = vrdma_frag_alloc(VT_DATA_HDR_LEN);
 
 	vrdma_frags_put(fr);	/* the probe carries no payload */
 	if (!buf)
@@ -594,7 +594,7 @@ static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 	h->msg_off = 0;
 	h->flags = VT_F_ACKREQ | VT_F_RETX;
 	if (vt_data_hdr_encode(h, buf, VT_DATA_HDR_LEN) < 0) {
-		vrdma_batch_free(buf);
+		skb_free_frag(buf);
 		return;
 	}
 	vrdma_batch_add(rc->qp->vdev, &rc->route, &rc->req.batch,
@@ -626,14 +626,14 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 	zc = vrdma_req_frags(rc, tm, sw, &h, &fr);
 	/* with the payload in page fragments, the buffer holds the header */
 	copy = VT_DATA_HDR_LEN + (zc ? 0 : d->len);
-	buf = vrdma_batch_alloc(copy);
+	buf = vrdma_frag_alloc(copy);
 	if (!buf) {
 		vrdma_frags_put(&fr);
 		return;
 	}
 	if (vt_data_hdr_encode(&h, buf, VT_DATA_HDR_LEN) < 0) {
 		vrdma_frags_put(&fr);
-		vrdma_batch_free(buf);
+		skb_free_frag(buf);
 		return;
 	}
 	if (zc)
@@ -642,7 +642,7 @@ void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 		st = vrdma_req_payload(rc, tm, sw, &h,
 				       (u8 *)buf + VT_DATA_HDR_LEN);
 	if (st != IB_WC_SUCCESS) {
-		vrdma_batch_free(buf);
+		skb_free_frag(buf);
 		/*
 		 * A resent READ response whose MR is gone: the requester
 		 * may well hold it already (its ACK was lost) and have let

@@ -79,11 +79,11 @@ static bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc,
 	vrdma_frags_init(&fr);
 	if (!vrdma_batch_room(b, VT_ACK_LEN))
 		return false;
-	buf = vrdma_batch_alloc(VT_ACK_LEN);
+	buf = vrdma_frag_alloc(VT_ACK_LEN);
 	if (!buf)
 		return false;
 	if (vt_ack_encode(a, buf, VT_ACK_LEN) < 0) {
-		vrdma_batch_free(buf);	/* lost, as on the wire */
+		skb_free_frag(buf);	/* lost, as on the wire */
 		return true;
 	}
 	vrdma_count(rc->qp->vdev, VRDMA_CNT_ACKS_IN_DATA, 1);
