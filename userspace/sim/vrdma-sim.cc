@@ -164,8 +164,8 @@ Usage: vrdma-sim [options]
                          swift_min_cwnd_fp swift_queue_delay path_burst
                          rack_slack_pct path_reps swift_pi_pct
                          swift_pace_mbps retx_conserve swift_compete_rtts
-                         tx_defer_pkts ack_spray swift_ss_exit_ns
-                         swift_noce_pct swift_bdp_pct swift_bdp_wait_pct
+                         tx_defer_pkts ack_spray swift_bdp_pct
+                         swift_bdp_wait_pct
  Run
   --seed S               RNG seed; same seed, same results (1)
   --limit-ms MS          simulated time limit per run (200)
@@ -1226,7 +1226,6 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"swift_compete_rtts", &c.swift_compete_rtts},
 			{"tx_defer_pkts", &c.tx_defer_pkts},
 			{"ack_spray", &c.ack_spray},
-			{"swift_noce_pct", &c.swift_noce_pct},
 			{"swift_bdp_pct", &c.swift_bdp_pct},
 			{"swift_bdp_wait_pct", &c.swift_bdp_wait_pct}};
 		std::map<std::string, uint64_t *> f64 = {
@@ -1234,8 +1233,7 @@ int run_one(const Opts &o, const std::vector<FlowSpec> &specs, const std::string
 			{"ack_delay_ns", &c.ack_delay_ns}, {"swift_target_ns", &c.swift_target_ns},
 			{"lazy_ack_delay_ns", &c.lazy_ack_delay_ns},
 			{"dcqcn_timer_ns", &c.dcqcn_timer_ns},
-			{"swift_fs_range_ns", &c.swift_fs_range_ns},
-			{"swift_ss_exit_ns", &c.swift_ss_exit_ns}};
+			{"swift_fs_range_ns", &c.swift_fs_range_ns}};
 		if (f32.count(k))
 			*f32[k] = (uint32_t)v;
 		else if (f64.count(k))

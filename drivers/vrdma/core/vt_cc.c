@@ -33,7 +33,6 @@ static void swift_init(struct vt_conn *c, u64 now)
 	cwnd_clamp(c, (u64)c->cfg.init_cwnd << VT_FP_SHIFT);
 	c->tx.cc.swift.last_decrease = VT_NEVER;
 	c->tx.cc.swift.high_since = VT_NEVER;
-	c->tx.cc.swift.last_ce = VT_NEVER;
 }
 
 /* Swift decreases at most once per RTT. */
@@ -234,27 +233,6 @@ static bool swift_compete(struct vt_conn *c, const struct vt_cc_sample *s,
 }
 
 /*
- * NSCC's case of a delay above the target without ECN (swift_noce_pct):
- * a bottleneck port that holds the target's worth of queue (25 us, 300 KB
- * at 100 Gbps) is far above the marking threshold, so its flows see CE; a
- * delay above the target that no ACK of the last RTT saw marked is a sum
- * of small queues on several hops (a sprayed fabric at full load), none
- * of them a standing queue: the window keeps its additive increase up to
- * swift_noce_pct % of the target, where the Swift law takes over again.
- */
-static bool swift_noce(const struct vt_conn *c, const struct vt_cc_sample *s,
-		       u64 d, u64 target)
-{
-	u64 ce = c->tx.cc.swift.last_ce;
-
-	if (ce != VT_NEVER && s->now - ce <= c->tx.srtt)
-		return false;
-	if (d * 100 >= target * c->cfg.swift_noce_pct)
-		return false;
-	return swift_window_used(c, s);
-}
-
-/*
  * swift_bdp_pct % of the path's bandwidth-delay product, fixed point:
  * the smallest RTT seen times the pacing rate (the host link's), in
  * packets of the MTU with their headers
@@ -280,50 +258,31 @@ static u64 swift_bdp(const struct vt_conn *c)
  * first ACK before the far ones' packets arrive, hence the wait): no lift
  * there; a short path's BDP is below init_cwnd: no change there.
  *
- * swift_ss_exit_ns (measured, off): while the fabric delay stays within
- * that much of the smallest this connection has seen, below the target and
- * unmarked, the window doubles per RTT (one packet per acked packet; the
- * pacing at the link rate keeps it from leaving as a burst).
- *
- * A delay at or above the target (or, doubling, above its margin), a CE
- * mark, a cut, a loss or a timeout ends the start for good: from then on
- * the Swift law alone.  Returns true when the window was handled here.
+ * A delay at or above the target or a CE mark within the wait, a cut, a
+ * loss or a timeout ends the start for good: from then on the Swift law
+ * alone.  Returns true when the window was handled here.
  */
 static bool swift_start(struct vt_conn *c, const struct vt_cc_sample *s,
 			u64 target)
 {
-	u64 *base = &c->tx.cc.swift.ss_base, d = s->delay_ns;
+	u64 bdp;
 
 	if (c->tx.cc.swift.ss_done)
 		return false;
-	if (!*base || d < *base)
-		*base = d ? d : 1;
-	if (s->ce_count || d >= target || (c->cfg.swift_ss_exit_ns &&
-	    d > *base + c->cfg.swift_ss_exit_ns)) {
+	if (s->ce_count || s->delay_ns >= target) {
 		c->tx.cc.swift.ss_done = true;
 		return false;
 	}
 	if (!c->tx.cc.swift.ss_first)
 		c->tx.cc.swift.ss_first = s->now ? s->now : 1;
 	/* not yet: the Swift law meanwhile */
-	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done &&
-	    s->now - c->tx.cc.swift.ss_first <
+	if (s->now - c->tx.cc.swift.ss_first <
 	    vt_div64(c->tx.srtt * c->cfg.swift_bdp_wait_pct, 100))
 		return false;
-	if (c->cfg.swift_bdp_pct && !c->tx.cc.swift.bdp_done) {
-		u64 bdp = swift_bdp(c);
-
-		c->tx.cc.swift.bdp_done = true;
-		if (c->tx.cwnd_fp < bdp)
-			cwnd_clamp(c, bdp);
-		if (!c->cfg.swift_ss_exit_ns)
-			c->tx.cc.swift.ss_done = true;
-		return true;
-	}
-	if (!c->cfg.swift_ss_exit_ns)
-		return false;
-	if (swift_window_used(c, s))
-		cwnd_clamp(c, c->tx.cwnd_fp + (u64)s->acked_pkts * VT_FP_ONE);
+	c->tx.cc.swift.ss_done = true;
+	bdp = swift_bdp(c);
+	if (c->tx.cwnd_fp < bdp)
+		cwnd_clamp(c, bdp);
 	return true;
 }
 
@@ -342,12 +301,10 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 	c->tx.cc.swift.low_delay = d < target;
 	if (cfg->swift_compete_rtts && swift_compete(c, s, d, target - fs))
 		return;
-	if ((cfg->swift_ss_exit_ns || cfg->swift_bdp_pct) &&
-	    cfg->swift_pace_mbps && !cfg->swift_queue_delay &&
+	if (cfg->swift_bdp_pct && cfg->swift_pace_mbps &&
+	    !cfg->swift_queue_delay &&
 	    swift_start(c, s, target - fs))
 		return;
-	if (s->ce_count)
-		c->tx.cc.swift.last_ce = s->now;
 	if (d > cfg->swift_qa_mult * target) {
 		/*
 		 * Incast: delay far above target.  Cut to what the network
@@ -395,10 +352,6 @@ static void swift_on_ack(struct vt_conn *c, const struct vt_cc_sample *s)
 					 cfg->swift_pi_pct * (target - d),
 					 100 * target);
 		cwnd_clamp(c, cwnd);
-		return;
-	}
-	if (cfg->swift_noce_pct && swift_noce(c, s, d, target)) {
-		cwnd_clamp(c, cwnd + swift_ai(c, cwnd, s->acked_pkts));
 		return;
 	}
 	if (!swift_can_decrease(c, s->now))

@@ -149,9 +149,7 @@ int vt_config_check(const struct vt_config *cfg)
 	if (!cfg->gbn_wnd || cfg->gbn_wnd > VT_WIN || !cfg->gbn_rto_ns)
 		return VT_ERR_INVAL;
 	if (cfg->path_reps > VT_REPS_MAX || cfg->swift_pi_pct > 1000 ||
-	    (cfg->swift_noce_pct && cfg->swift_noce_pct < 100) ||
-	    cfg->swift_noce_pct > 1000 || cfg->swift_bdp_pct > 1000 ||
-	    cfg->swift_bdp_wait_pct > 1000)
+	    cfg->swift_bdp_pct > 1000 || cfg->swift_bdp_wait_pct > 1000)
 		return VT_ERR_INVAL;
 	if (!cfg->reo_mult_max || !cfg->plb_rounds || cfg->plb_cong_pct > 100 ||
 	    cfg->rack_slack_pct > 100)

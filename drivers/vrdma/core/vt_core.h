@@ -128,14 +128,6 @@ struct vt_config {
 	 */
 	u32 swift_compete_rtts;
 	/*
-	 * Delay-guarded start: until its first exit a connection grows by
-	 * one packet per acked packet (doubling per RTT) while its fabric
-	 * delay stays within swift_ss_exit_ns of the smallest it has seen,
-	 * below the target and without CE; a higher delay, a CE mark, a loss
-	 * or a timeout ends it for good; 0 = off
-	 */
-	u64 swift_ss_exit_ns;
-	/*
 	 * Once the delay samples of swift_bdp_wait_pct % of an SRTT from
 	 * the first one were all below the target and unmarked, the window
 	 * is lifted to swift_bdp_pct % of the path's BDP (smallest RTT x
@@ -143,14 +135,6 @@ struct vt_config {
 	 */
 	u32 swift_bdp_pct;
 	u32 swift_bdp_wait_pct;
-	/*
-	 * NSCC's fourth case: a delay above the target with no CE for the
-	 * last RTT is a spread of small queues none of which is a
-	 * bottleneck (every port below the marking threshold): the window
-	 * still grows additively instead of being cut, up to this % of the
-	 * target; 0 = off (the Swift law above the target, with or without CE)
-	 */
-	u32 swift_noce_pct;
 	/* DCQCN */
 	u32 dcqcn_line_mbps;
 	u32 dcqcn_min_mbps;
@@ -345,11 +329,8 @@ struct vt_tx {
 			u64 high_since;	/* delay above target since */
 			u64 high_min;	/* the lowest delay since then */
 			u64 undo_decrease; /* last_decrease before a timeout */
-			u64 ss_base;	/* swift_ss_exit_ns: smallest delay */
-			bool ss_done;	/* the start has ended */
-			bool bdp_done;	/* swift_bdp_pct: the lift was made */
+			bool ss_done;	/* the start has ended (lift or not) */
 			u64 ss_first;	/* the start's first sample */
-			u64 last_ce;	/* swift_noce_pct: last ACK with CE */
 		} swift;
 		struct {
 			u32 rc, rt, alpha_fp, stage;
