@@ -17,6 +17,8 @@
 #   BENCH_IMPAIRED    all (default): every figure in every condition; core:
 #                     under loss/delay only ib_write_bw 64 KB, 8 QPs, 64 B
 #                     send rate, ib_send_lat (and all of TCP's)
+#   BENCH_ROUNDS      full mode: rounds of the headline figures at the end
+#                     (default 3; see rounds() below)
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -327,10 +329,29 @@ perf() {
 }
 
 # ---- TCP -------------------------------------------------------------------
+# Message rate: sockperf throughput mode, 64 B messages.
+tcp_rate() {
+	local status value note
+	SRV_LINGER=0 run_pair "$BW_TIMEOUT" sockperf sr --tcp -i "$SRV_IP" -p "$port" -- \
+		timeout -s INT $((SP_T + 15)) sockperf tp --tcp -i "$SRV_IP" -p "$port" --client_ip "$CLI_IP" -t "$SP_T" -m 64
+	status=$(pair_status) value= note=
+	if [ "$status" = ok ]; then
+		value=$(sed -n 's/.*Message Rate is \([0-9]*\).*/\1/p' "$tmp/cli.out" | tail -n 1)
+		[ -n "$value" ] || { status=fail; note="no rate: $(why "$tmp/cli.out")"; }
+	else
+		note="rc $rc_cli after ${secs%.*}s: $(why "$tmp/cli.out")"
+	fi
+	emit "$cond,tcp,rate,sockperf-tp,64,1,$status,$value,msg/s,,,,$cpu_cli,$cpu_srv,$cpu_tot,$secs,$note"
+	dump_outputs
+	pkill_mine
+}
+# tcp_suite [short]: short (the rounds) is one iperf3 stream and the
+# busy-polling ping-pong only.
 tcp_suite() {
-	local status value p50 p99 p999 note line
+	local status value p50 p99 p999 note line streams=(1 8) kinds=(busy blocking) P
+	[ "${1:-}" = short ] && streams=(1) kinds=(busy)
 	# One stream, and eight, with iperf3 (Mbit/s from the receiver line).
-	for P in 1 8; do
+	for P in "${streams[@]}"; do
 		run_pair "$BW_TIMEOUT" iperf3 -s -1 -B "$SRV_IP" -p "$port" -- \
 			iperf3 -c "$SRV_IP" -B "$CLI_IP" -p "$port" -t "$D" -P "$P" -f m
 		status=$(pair_status) value= note=
@@ -347,24 +368,12 @@ tcp_suite() {
 		dump_outputs
 		pkill_mine
 	done
-	# Message rate: sockperf throughput mode, 64 B messages.
-	SRV_LINGER=0 run_pair "$BW_TIMEOUT" sockperf sr --tcp -i "$SRV_IP" -p "$port" -- \
-		timeout -s INT $((SP_T + 15)) sockperf tp --tcp -i "$SRV_IP" -p "$port" --client_ip "$CLI_IP" -t "$SP_T" -m 64
-	status=$(pair_status) value= note=
-	if [ "$status" = ok ]; then
-		value=$(sed -n 's/.*Message Rate is \([0-9]*\).*/\1/p' "$tmp/cli.out" | tail -n 1)
-		[ -n "$value" ] || { status=fail; note="no rate: $(why "$tmp/cli.out")"; }
-	else
-		note="rc $rc_cli after ${secs%.*}s: $(why "$tmp/cli.out")"
-	fi
-	emit "$cond,tcp,rate,sockperf-tp,64,1,$status,$value,msg/s,,,,$cpu_cli,$cpu_srv,$cpu_tot,$secs,$note"
-	dump_outputs
-	pkill_mine
+	[ "${1:-}" = short ] || tcp_rate
 	# Latency: ping-pong, busy-polling (the client's socket is non-blocking
 	# and it spins on recvfrom; the server blocks, so that the two do not
 	# take both vCPUs) and blocking.
 	local kind opt
-	for kind in busy blocking; do
+	for kind in "${kinds[@]}"; do
 		opt=()
 		[ "$kind" = busy ] && opt=(--nonblocked)
 		SRV_LINGER=0 run_pair "$LAT_TIMEOUT" sockperf sr --tcp -i "$SRV_IP" -p "$port" -- \
@@ -483,6 +492,46 @@ fairness() {
 	set_condition "$cond"
 }
 
+# ---- rounds: the headline figures again, back to back -------------------
+# The host's speed drifts during a run (under TCG the vCPUs are host
+# threads): one figure per transport, minutes apart, can put a ratio on
+# either side of a goal (same-boot ping-pong rounds have put vrdma/rxe
+# anywhere from 0.84 to 1.91). After the conditions, BENCH_ROUNDS rounds
+# (full mode, lossless wire; default 3, 0: none) measure 64 KB WRITE, the
+# 64 B SEND rate and the ping-pong of rxe and vrdma, and one iperf3 stream
+# and the busy-polling sockperf ping-pong of TCP, transport after
+# transport, the order reversed every other round. Condition "roundN" in
+# results.csv; the report gives each round's ratios and their medians.
+ROUNDS=${BENCH_ROUNDS:-3}
+rounds() {
+	local r order t
+	for r in $(seq 1 "$ROUNDS"); do
+		cond=round$r
+		order=
+		for t in rxe vrdma tcp; do
+			[[ " $transports " == *" $t "* ]] || continue
+			if [ $((r % 2)) = 1 ]; then order="$order $t"; else order="$t $order"; fi
+		done
+		log "=== round $r:$order"
+		for T in $order; do
+			if [ "$T" = tcp ]; then
+				tcp_suite short
+				continue
+			fi
+			CONN=()
+			if ! bind_rdma "$T"; then
+				log "$T: cannot bind: $bind_err"
+				continue
+			fi
+			consec=0 skip_rest=
+			perf bw ib_write_bw 65536
+			perf rate ib_send_bw 64
+			perf lat ib_send_lat 64
+			unbind_rdma
+		done
+	done
+}
+
 # ---- main --------------------------------------------------------------------
 sysctl -qw net.core.rmem_max=16777216 net.core.wmem_max=16777216 >/dev/null
 wire_single || { echo "bench: the single-namespace wire failed"; exit 1; }
@@ -524,5 +573,8 @@ for cond in $conditions; do
 	done
 done
 set_condition loss0
+if [ "$mode" = full ] && [ -z "$FAIR_ONLY" ] && [[ " $conditions " == *" loss0 "* ]]; then
+	rounds
+fi
 log "done"
 exit 0
