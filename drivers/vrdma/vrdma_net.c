@@ -16,6 +16,7 @@
 #include <linux/module.h>
 #include <linux/skbuff.h>
 #include <net/dst_cache.h>
+#include <net/gro.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -44,6 +45,10 @@ MODULE_PARM_DESC(tx_queue_kb,
 static uint tx_batch = VRDMA_BATCH_MAX;
 module_param(tx_batch, uint, 0644);
 MODULE_PARM_DESC(tx_batch, "most RC packets of a run sent as one UDP GSO skb (default and most: 32); 1: one skb per packet");
+
+static bool rx_encap = true;
+module_param(rx_encap, bool, 0444);
+MODULE_PARM_DESC(rx_encap, "receive in the UDP socket's encap hook (default Y); N: through its queue, drained in sk_data_ready");
 
 struct vrdma_net {
 	struct mutex lock;		/* socket creation */
@@ -107,25 +112,28 @@ void vrdma_udp_count(struct sock *sk, int field)
 }
 
 /*
- * A datagram taken off the socket: checksum (where no one verified it),
- * the device of the netdev it came in on (skb->dev is reused by the UDP
- * queue: skb_iif names it), then the transport. Once per skb, which may
- * be a batch of packets.
+ * A datagram from the socket, its encap hook's or its queue's: checksum
+ * (where no one verified it), the device of the netdev it came in on
+ * (skb_iif: the queue reuses skb->dev), then the transport. Once per
+ * skb, which may be a batch of packets.
  */
 void vrdma_udp_rcv(struct sock *sk, struct sk_buff *skb,
 		   enum vrdma_rx_how how)
 {
+	/* the encap hook's were verified and counted by UDP before it */
+	bool queued = !READ_ONCE(udp_sk(sk)->encap_type);
 	struct ib_device *ibdev = NULL;
 	struct net_device *ndev;
 
-	if (!udp_skb_csum_unnecessary(skb) &&
+	if (queued && !udp_skb_csum_unnecessary(skb) &&
 	    __udp_lib_checksum_complete(skb)) {
 		vrdma_udp_count(sk, UDP_MIB_CSUMERRORS);
 		vrdma_udp_count(sk, UDP_MIB_INERRORS);
 		goto drop;
 	}
 	/* what udp_recvmsg() counts: netstat -su stays true */
-	vrdma_udp_count(sk, UDP_MIB_INDATAGRAMS);
+	if (queued)
+		vrdma_udp_count(sk, UDP_MIB_INDATAGRAMS);
 	rcu_read_lock();
 	ndev = dev_get_by_index_rcu(sock_net(sk), skb->skb_iif);
 	if (ndev && (ndev->flags & IFF_LOOPBACK))
@@ -172,13 +180,101 @@ static void vrdma_udp_data_ready(struct sock *sk)
 }
 
 /*
- * A plain UDP socket that takes GSO and GRO batches whole, not an encap
- * (tunnel) socket: Debian's 6.1 udp_unexpected_gso() segments every GSO
- * packet for a socket with an encap_rcv hook (a new skb and a copy per
- * segment), while a socket with UDP_GRO gets a batch as one skb: one trip
- * through IP and UDP for a run of packets, which vrdma_rx() walks in
- * place. It also leaves out the encap socket's inet_inc_convert_csum,
- * which made receive-side segmentation checksum every segment.
+ * rx_encap: UDP calls this for every datagram (checksum verified, the
+ * UDP header still in front), where the queue path runs the socket's
+ * filter, its memory accounting, the enqueue and the wakeup, then
+ * vrdma_udp_data_ready()'s dequeue. 0: taken.
+ */
+static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	skb_pull_rcsum(skb, sizeof(struct udphdr));
+	if (!vrdma_rx_handoff(sk, skb))
+		vrdma_udp_rcv(sk, skb, VRDMA_RX_INLINE);
+	return 0;
+}
+
+/*
+ * rx_encap: a NIC's GRO aggregate of our packets is completed as plain
+ * UDP GRO would (udp_gro_complete_segment()), but marked as a tunnel's,
+ * which udp_gro_complete() does for a socket with this hook: so the
+ * encap socket takes it whole, as the queue did, instead of segmenting
+ * it first (udp_unexpected_gso()). Not an encapsulation: no inner
+ * headers, and the flag that would say so is cleared.
+ */
+static int vrdma_udp_gro_complete(struct sock *sk, struct sk_buff *skb,
+				  int nhoff)
+{
+	struct udphdr *uh = (struct udphdr *)(skb->data + nhoff) - 1;
+
+	skb->csum_start = (unsigned char *)uh - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb_shinfo(skb)->gso_segs = NAPI_GRO_CB(skb)->count;
+	skb_shinfo(skb)->gso_type |= SKB_GSO_UDP_L4;
+	skb->encapsulation = 0;
+	return 0;
+}
+
+/*
+ * The address @r sends to belongs to the namespace at the other end of
+ * @dev, a veth: a packet sent there is delivered, not forwarded.
+ */
+static bool vrdma_peer_local(struct net_device *dev,
+			     const struct vrdma_route *r)
+{
+	struct net_device *peer;
+	bool local = false;
+
+	if (!dev->netdev_ops->ndo_get_peer_dev)
+		return false;
+	rcu_read_lock();
+	peer = dev->netdev_ops->ndo_get_peer_dev(dev);
+	if (peer && r->family == AF_INET)
+		local = !!__ip_dev_find(dev_net(peer), r->daddr.v4, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	else if (peer)
+		local = !IS_ERR_OR_NULL(ipv6_stub->ipv6_dev_find(dev_net(peer),
+							&r->daddr.v6, NULL));
+#endif
+	rcu_read_unlock();
+	return local;
+}
+
+/*
+ * rx_encap: a batch of ours on its way out of @dev. An encap socket takes
+ * a GSO skb whole only if it is marked as a tunnel's (udp_unexpected_gso());
+ * any other it segments first. A batch is marked only where it is
+ * delivered whole to the receiving socket: across a veth (which carries
+ * tunnel GSO whole) to an address of the namespace at its other end.
+ * Never where it could be forwarded to a NIC, whose tunnel offload would
+ * look for inner headers that are not there; skb->encapsulation stays 0,
+ * so software segmentation, should it happen, cuts it as plain UDP GSO.
+ */
+static void vrdma_gso_mark(struct sk_buff *skb, struct net_device *dev,
+			   const struct vrdma_route *r)
+{
+	const netdev_features_t f = NETIF_F_GSO_UDP_L4 | NETIF_F_GSO_UDP_TUNNEL;
+
+	if (rx_encap && skb_is_gso(skb) && (dev->features & f) == f &&
+	    vrdma_peer_local(dev, r))
+		skb_shinfo(skb)->gso_type |= SKB_GSO_UDP_TUNNEL;
+}
+
+/*
+ * The namespace's UDP socket. With rx_encap (the default) UDP hands it
+ * every datagram in the encap hook, as a tunnel's: no socket filter,
+ * receive-buffer accounting, enqueue, wakeup and dequeue per skb (the
+ * 64 B ib_send_bw rate +7 %, median of 13 A/B rounds, docs/benchmarks.md).
+ * 6.1's udp_unexpected_gso() segments a GSO skb for such a socket unless
+ * it is marked as a tunnel's, which our batches over a veth and a NIC's
+ * GRO aggregates of our packets are (vrdma_gso_mark(),
+ * vrdma_udp_gro_complete()), so a batch still arrives as one skb: one
+ * trip through IP and UDP for a run of packets, which vrdma_rx() walks
+ * in place. rx_encap=N takes the
+ * socket's queue instead, drained in its sk_data_ready (UDP_GRO and
+ * udp_allow_gso() let it take GSO and GRO skbs whole). Neither sets the
+ * tunnel socket's inet_inc_convert_csum, which made receive-side
+ * segmentation checksum every segment.
  */
 static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
 				     struct vrdma_rxs *rxs)
@@ -211,6 +307,13 @@ static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
 	sock->sk->sk_userlocks |= SOCK_RCVBUF_LOCK;
 	vrdma_rxs_start(rxs, sock->sk);
 	sock->sk->sk_data_ready = vrdma_udp_data_ready;
+	if (rx_encap) {
+		WRITE_ONCE(udp_sk(sock->sk)->encap_type, 1);
+		WRITE_ONCE(udp_sk(sock->sk)->encap_rcv, vrdma_udp_encap_rcv);
+		WRITE_ONCE(udp_sk(sock->sk)->gro_complete,
+			   vrdma_udp_gro_complete);
+		udp_tunnel_encap_enable(sock->sk);
+	}
 	release_sock(sock->sk);
 	return sock;
 }
@@ -713,6 +816,7 @@ static int vrdma_xmit4(struct vrdma_dev *vdev, struct sock *sk,
 			dst_cache_set_ip4(&r->cache->dst, &rt->dst, fl.saddr);
 	}
 
+	vrdma_gso_mark(skb, rt->dst.dev, r);
 	/* sized to the MTU: DF, never fragmented (ignore_df would be scrubbed) */
 	udp_tunnel_xmit_skb(rt, sk, skb, r->saddr.v4, r->daddr.v4, r->tos,
 			    r->ttl ? r->ttl : ip4_dst_hoplimit(&rt->dst),
@@ -763,6 +867,7 @@ static int vrdma_xmit6(struct vrdma_dev *vdev, struct sock *sk,
 	 * on a veth it counted each packet twice. The IPv4 path passes
 	 * none either (iptunnel_xmit() takes skb->dev, NULL here).
 	 */
+	vrdma_gso_mark(skb, dst->dev, r);
 	return udp_tunnel6_xmit_skb(dst, sk, skb, NULL, &saddr, &daddr,
 				    r->tos,
 				    r->ttl ? r->ttl : ip6_dst_hoplimit(dst),

@@ -22,7 +22,13 @@
 #  - a sender netdev without UDP segmentation offload (the stack segments
 #    the batch before the veth: the receiver gets single packets), and the
 #    same with GRO on at the receiver (it aggregates them again);
-#  - MTU 9000 on the wire (fewer, larger packets per batch).
+#  - MTU 9000 on the wire (fewer, larger packets per batch);
+#  - a batch forwarded by a router namespace: with rx_encap (default Y) it
+#    is not marked as a tunnel's (it could reach a NIC), so the receiving
+#    encap socket segments it (single packets), data verified; through
+#    the socket's queue (rx_encap=N) it arrives whole.
+# DP_BATCH_RX=1 runs only the cases about receive (dp_rx_queue.sh: the
+# same with the socket's queue, rx_encap=N).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dp_lib.inc"
 . "$(dirname "$0")/verbs_lib.inc"
@@ -31,6 +37,8 @@ require_cmd ibv_rc_pingpong ib_write_bw ethtool
 P=/sys/module/vrdma/parameters
 dp_setup || { ktap_fail "two hosts with vrdma"; ktap_finished; }
 [ -f "$P/tx_batch" ] || skip_all "this vrdma.ko has no tx_batch parameter"
+encap=$(cat "$P/rx_encap" 2>/dev/null || echo N)
+diag "receive through the socket's $([ "$encap" = Y ] && echo encap hook || echo queue)"
 
 txb() { dp_counter vrdma2 tx_batches; }
 both() { echo $(($(dp_counter vrdma1 "$1") + $(dp_counter vrdma2 "$1"))); }	# both devices' COUNTER
@@ -59,6 +67,7 @@ case_pp "1 packet" 1000 0 0
 case_pp "2 packets" 2000 1 1
 case_pp "47 packets" 65536 1 1
 case_pp "141 packets" 200001 1 1
+if [ "${DP_BATCH_RX:-0}" != 1 ]; then
 t0=$(txb)
 dpt "batches, dp_test" 150 --only send,write,read,sge,large,order
 t1=$(txb)
@@ -175,6 +184,8 @@ if both_ways "control: tx_batch=1, both ways"; then
 fi
 echo "$txbatch" >"$P/tx_batch"
 
+fi
+
 # the stack segments before the veth: single packets arrive
 ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation off >/dev/null
 case_pp "no USO on the sender's netdev" 65536 1 0
@@ -188,6 +199,51 @@ else
 	ktap_skip "GRO aggregates: veth GRO cannot be switched on here"
 fi
 ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation on >/dev/null
+
+# a router between the hosts: A -- R -- B, a device on A's and B's veth
+routed() {
+	local a b r ga gb t0 r0 t1 r1
+	setup_ns A R B || return 1
+	ip link add ra0 netns "$A" type veth peer name r0 netns "$R" || return 1
+	ip link add rb0 netns "$B" type veth peer name r1 netns "$R" || return 1
+	ip -n "$A" addr add 10.241.0.2/24 dev ra0
+	ip -n "$R" addr add 10.241.0.1/24 dev r0
+	ip -n "$R" addr add 10.242.0.1/24 dev r1
+	ip -n "$B" addr add 10.242.0.2/24 dev rb0
+	for x in "$A:ra0" "$R:r0" "$R:r1" "$B:rb0"; do ip -n "${x%%:*}" link set "${x#*:}" up; done
+	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+	ip -n "$A" route add 10.242.0.0/24 via 10.241.0.1
+	ip -n "$B" route add 10.241.0.0/24 via 10.242.0.1
+	run ip netns exec "$A" rdma link add vrdma3 type vrdma netdev ra0 || return 1
+	run ip netns exec "$B" rdma link add vrdma4 type vrdma netdev rb0 || return 1
+	defer rdma link del vrdma3
+	defer rdma link del vrdma4
+	wait_until 10 sh -c "ip netns exec $A ping -c 1 -W 1 10.242.0.2 >/dev/null" || return 1
+	wait_until 10 dp_gid4 vrdma3 >/dev/null && wait_until 10 dp_gid4 vrdma4 >/dev/null || return 1
+	ga=$(dp_gid4 vrdma3)
+	gb=$(dp_gid4 vrdma4)
+	t0=$(dp_counter vrdma4 tx_batches); r0=$(dp_counter vrdma3 rx_batches)
+	ip netns exec "$A" timeout -k 2 90 ibv_rc_pingpong -d vrdma3 -g "$ga" -n 20 -s 200001 -c >"$DP_OUT.srv" 2>&1 &
+	a=$!
+	sleep 1
+	ip netns exec "$B" timeout -k 2 90 ibv_rc_pingpong -d vrdma4 -g "$gb" -n 20 -s 200001 -c 10.241.0.2 >"$DP_OUT" 2>&1
+	b=$?
+	wait "$a" || { diag "routed: server: $(tail -n 2 "$DP_OUT.srv" | tr '\n' ' ')"; return 1; }
+	[ "$b" = 0 ] || { diag "routed: client: $(tail -n 2 "$DP_OUT" | tr '\n' ' ')"; return 1; }
+	t1=$(dp_counter vrdma4 tx_batches); r1=$(dp_counter vrdma3 rx_batches)
+	ROUTED="tx batches +$((t1 - t0)), rx +$((r1 - r0))"
+	[ "$t1" -gt "$t0" ] || { diag "routed: no batch sent"; return 1; }
+	if [ "$encap" = Y ]; then
+		[ "$r1" -eq "$r0" ]
+	else
+		[ "$r1" -gt "$r0" ]
+	fi
+}
+if routed; then
+	ktap_ok "through a router: 200001 bytes verified, batches $([ "$encap" = Y ] && echo "not marked, segmented at the receiver" || echo "taken whole") ($ROUTED)"
+else
+	ktap_fail "through a router: 200001 bytes verified${ROUTED:+, but $ROUTED}"
+fi
 
 # jumbo frames: perftest (port MTU) fills 8916-byte payloads, 5 to a batch
 ip -n "$H1" link set "$H1_IF" mtu 9000 && ip -n "$H2" link set "$H2_IF" mtu 9000
