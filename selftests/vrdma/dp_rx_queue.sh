@@ -7,4 +7,5 @@
 # netdev without UDP segmentation offload cut before the veth, GRO
 # aggregates, a batch forwarded by a router (taken whole here) and jumbo
 # frames, every one with its data verified.
+modprobe -r vrdma 2>/dev/null	# loaded by an earlier run, with its options
 VRDMA_MODOPTS="rx_encap=N" DP_BATCH_RX=1 exec bash "$(dirname "$0")/dp_batch.sh"
