@@ -21,7 +21,8 @@
 # (the doorbell, with the softirq it runs at its end), to that depth, and
 # per function the calls per doorbell and the median duration.
 # LAT_GRAPH_VRDMA / LAT_GRAPH_RXE: another root for it than post_send
-# (e.g. vrdma_udp_data_ready / rxe_udp_encap_recv: the receive side).
+# (e.g. vrdma_udp_encap_rcv / rxe_udp_encap_recv: the receive side;
+# vrdma_udp_data_ready with rx_encap=N).
 # LAT_BW=SIZE (with LAT_GRAPH): ib_send_bw of SIZE-byte messages, LAT_ITERS
 # of them, instead of the ping-pong: where a message's time goes at rate.
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
@@ -34,7 +35,7 @@ T=/sys/kernel/tracing
 
 # the doorbell, the packet's arrival at the responder, the completion,
 # and what happens around them
-fn_vrdma="vrdma_post_send vrdma_udp_data_ready vrdma_resp_rx_data
+fn_vrdma="vrdma_post_send vrdma_udp_encap_rcv vrdma_udp_data_ready vrdma_resp_rx_data
 	vrdma_req_rx_ack vrdma_cq_push vrdma_rc_timer vrdma_req_xmit_data
 	vrdma_resp_send_ack"
 fn_rxe="rxe_post_send rxe_udp_encap_recv rxe_resp_queue_pkt rxe_responder rxe_completer
