@@ -270,11 +270,10 @@ static void vrdma_gso_mark(struct sk_buff *skb, struct net_device *dev,
  * GRO aggregates of our packets are (vrdma_gso_mark(),
  * vrdma_udp_gro_complete()), so a batch still arrives as one skb: one
  * trip through IP and UDP for a run of packets, which vrdma_rx() walks
- * in place. rx_encap=N takes the
- * socket's queue instead, drained in its sk_data_ready (UDP_GRO and
- * udp_allow_gso() let it take GSO and GRO skbs whole). Neither sets the
- * tunnel socket's inet_inc_convert_csum, which made receive-side
- * segmentation checksum every segment.
+ * in place. rx_encap=N takes the socket's queue instead, drained in its
+ * sk_data_ready (UDP_GRO and udp_allow_gso() let it take GSO and GRO
+ * skbs whole). Neither sets the tunnel socket's inet_inc_convert_csum,
+ * which made receive-side segmentation checksum every segment.
  */
 static struct socket *vrdma_udp_open(struct net *net, bool ipv6,
 				     struct vrdma_rxs *rxs)
