@@ -120,7 +120,7 @@ struct vrdma_frags;
 /*
  * A batch: consecutive RC packets of one connection to one path (UDP
  * source port), all as long as the first but the last, sent as one skb
- * (vrdma_batch_send() in vrdma_net.c says how).
+ * (vrdma_batch_send() in vrdma_batch.c says how).
  */
 #define VRDMA_BATCH_MAX		32		/* packets */
 #define VRDMA_BATCH_BYTES	(48 * 1024)	/* far below IP's 64 KB */
@@ -135,16 +135,21 @@ struct vrdma_batch {
 	bool list;	/* the netdev takes frag lists: it may grow one */
 };
 
+/* vrdma_frag.c */
 void *vrdma_frag_alloc(unsigned int len);
 void vrdma_frag_exit(void);
 struct sk_buff *vrdma_build_skb(void *data, unsigned int size);
 void vrdma_consume_skb(struct sk_buff *skb);
+
+/* vrdma_batch.c */
 void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		     struct vrdma_batch *b, __be16 sport, void *buf,
 		     u32 buf_len, struct vrdma_frags *fr);
 void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
 		      struct vrdma_batch *b);
 bool vrdma_batch_room(const struct vrdma_batch *b, u32 len);
+
+/* vrdma_net.c */
 int vrdma_net_route_init(struct vrdma_dev *vdev, struct vrdma_route *r);
 void vrdma_net_route_destroy(struct vrdma_route *r);
 bool vrdma_net_tx_busy(struct vrdma_dev *vdev, const struct vrdma_route *r);

@@ -205,7 +205,8 @@ ip netns exec "$H2" ethtool -K "$H2_IF" tx-udp-segmentation on >/dev/null
 
 # a router between the hosts: A -- R -- B, a device on A's and B's veth
 routed() {
-	local a b r ga gb t0 r0 t1 r1
+	# dp_pair runs its server in $H1 and its client in $H2: here A and B
+	local H1 H2 x ga gb t0 r0 t1 r1
 	setup_ns A R B || return 1
 	ip link add ra0 netns "$A" type veth peer name r0 netns "$R" || return 1
 	ip link add rb0 netns "$B" type veth peer name r1 netns "$R" || return 1
@@ -225,14 +226,11 @@ routed() {
 	wait_until 10 dp_gid4 vrdma3 >/dev/null && wait_until 10 dp_gid4 vrdma4 >/dev/null || return 1
 	ga=$(dp_gid4 vrdma3)
 	gb=$(dp_gid4 vrdma4)
+	H1=$A
+	H2=$B
 	t0=$(dp_counter vrdma4 tx_batches); r0=$(dp_counter vrdma3 rx_batches)
-	ip netns exec "$A" timeout -k 2 90 ibv_rc_pingpong -d vrdma3 -g "$ga" -n 20 -s 200001 -c >"$DP_OUT.srv" 2>&1 &
-	a=$!
-	sleep 1
-	ip netns exec "$B" timeout -k 2 90 ibv_rc_pingpong -d vrdma4 -g "$gb" -n 20 -s 200001 -c 10.241.0.2 >"$DP_OUT" 2>&1
-	b=$?
-	wait "$a" || { diag "routed: server: $(tail -n 2 "$DP_OUT.srv" | tr '\n' ' ')"; return 1; }
-	[ "$b" = 0 ] || { diag "routed: client: $(tail -n 2 "$DP_OUT" | tr '\n' ' ')"; return 1; }
+	dp_pair 90 ibv_rc_pingpong -d vrdma3 -g "$ga" -n 20 -s 200001 -c -- \
+		ibv_rc_pingpong -d vrdma4 -g "$gb" -n 20 -s 200001 -c 10.241.0.2 || return 1
 	t1=$(dp_counter vrdma4 tx_batches); r1=$(dp_counter vrdma3 rx_batches)
 	ROUTED="tx batches +$((t1 - t0)), rx +$((r1 - r0))"
 	[ "$t1" -gt "$t0" ] || { diag "routed: no batch sent"; return 1; }
