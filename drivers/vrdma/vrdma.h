@@ -58,6 +58,7 @@ enum vrdma_counter {
 	VRDMA_CNT_ACKS_IN_DATA,	/* ACKs sent in the skb of data before them */
 	VRDMA_CNT_RX_POLLED,	/* hand-off skbs a polling worker found */
 	VRDMA_CNT_TX_FRAG_LISTS, /* batches sent with a frag list */
+	VRDMA_CNT_TX_DB_DEFERRED, /* doorbells left for the timer (tx_coalesce_us) */
 	VRDMA_CNT_MAX
 };
 

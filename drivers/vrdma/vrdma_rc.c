@@ -49,6 +49,25 @@ static uint tx_defer = 16;
 module_param(tx_defer, uint, 0644);
 MODULE_PARM_DESC(tx_defer, "RC packets in flight: new ones wait until this many (at most half the window) fit, one batch per ACK (default 16); 0: off");
 
+/*
+ * A stream of small messages posted one at a time (perftest's ib_send_bw,
+ * a producer of small records) costs a system call, a run of the sender
+ * and an skb through both stacks per message: on a veth the whole round
+ * trip completes inside each doorbell, so nothing is ever in flight for
+ * later posts to join. Deferred, the doorbell leaves its WQEs for the
+ * connection's timer, the provider skips the doorbells of the WQEs
+ * posted behind them meanwhile (their slot is not VRDMA_WQE_TAKEN) but
+ * rings again at VRDMA_SQ_DB_EVERY of them, and that doorbell (or the
+ * timer, for a stream's tail) sends them all as one batch, as TCP's
+ * autocorking joins small writes. Only while earlier messages are in flight, where the last look
+ * at the SQ was recent (within 4x the delay) and no data came in since (a
+ * request-response exchange, a ping-pong, answers every message and is
+ * never held), and only for single-packet SENDs and WRITEs.
+ */
+static uint tx_coalesce_us = 50;
+module_param(tx_coalesce_us, uint, 0644);
+MODULE_PARM_DESC(tx_coalesce_us, "a user RC QP's doorbell for a small SEND or WRITE posted while earlier messages are in flight and no data came in since is held back at most this many us (or until VRDMA_SQ_DB_EVERY WQEs wait), so that the messages leave together (default 50); 0: off");
+
 static uint ack_delay_us = 100;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
@@ -207,6 +226,8 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	if (rc->error || rc->dead)
 		return;
 	fine = min(fine, vt_rx_next_wakeup(&rc->vt));
+	if (rc->req.db_due)
+		fine = min(fine, rc->req.db_due);
 	if (rc->req.resp_deadline)
 		loss = min(loss, rc->req.resp_deadline);
 	w = min(fine, loss);
@@ -293,6 +314,13 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
 		vrdma_req_resp_expired(rc);
 	vrdma_req_take_reads(rc);
+	if (rc->req.db_due && now >= rc->req.db_due)
+		look_sq = true;		/* a deferred doorbell's */
+	if (look_sq) {
+		rc->req.db_due = 0;
+		rc->req.db_last = now;
+		rc->req.db_rx_data = false;
+	}
 	if (look_sq || vrdma_req_sq_owed(rc))
 		vrdma_req_take_sq(rc);
 
@@ -422,6 +450,55 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 	vrdma_rc_unlock_bh(rc);
 }
 
+/*
+ * Defer this doorbell (tx_coalesce_us)? Its WQEs then wait for the timer,
+ * which vrdma_rc_run_at() turns into a look at the SQ.
+ */
+static bool vrdma_rc_defer(struct vrdma_rc_conn *rc, u64 now)
+{
+	u64 ns = (u64)READ_ONCE(tx_coalesce_us) * NSEC_PER_USEC;
+	struct vrdma_rc_req *req = &rc->req;
+
+	/*
+	 * A stream: the last look was recent, only ACKs came since, and
+	 * messages are still in flight, whose ACK will run the sender (a
+	 * process that waits for each completion before its next post
+	 * has none: its messages are never held). Held already, the
+	 * provider's ring at VRDMA_SQ_DB_EVERY WQEs ends the hold.
+	 */
+	if (!req->db_due &&
+	    (!ns || rc->error || req->db_rx_data || !req->db_last ||
+	     now - req->db_last >= 4 * ns ||
+	     req->sq_taken == READ_ONCE(rc->qp->sq.cons)))
+		return false;
+	if (!vrdma_req_sq_holdable(rc))
+		return false;
+	if (req->db_due)
+		return true;		/* the timer looks then */
+	req->db_due = now + ns;
+	vrdma_count(rc->qp->vdev, VRDMA_CNT_TX_DB_DEFERRED, 1);
+	vrdma_rc_arm(rc, now);
+	return true;
+}
+
+/* A user QP's doorbell (a system call): new send WQEs in its SQ ring. */
+void vrdma_rc_doorbell(struct vrdma_qp *qp)
+{
+	struct vrdma_rc_conn *rc = qp_rc(qp);
+	u64 now;
+
+	if (!READ_ONCE(tx_coalesce_us) || !rc || !READ_ONCE(rc->started)) {
+		vrdma_rc_kick(qp);
+		return;
+	}
+	WRITE_ONCE(rc->tx_cpu, raw_smp_processor_id());
+	spin_lock_bh(&rc->lock);
+	now = vrdma_rc_now();
+	if (!rc->dead && !vrdma_rc_defer(rc, now))
+		vrdma_rc_run_at(rc, now, true);
+	vrdma_rc_unlock_bh(rc);
+}
+
 /* The packet comes from the connected peer's address (RC and UC). */
 bool vrdma_route_from_peer(const struct vrdma_route *r,
 			   const struct sk_buff *skb)
@@ -456,6 +533,8 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	if (!rc)
 		return;
 	b->rc = NULL;
+	if (b->data)
+		rc->req.db_rx_data = true;	/* an exchange: no coalescing */
 	vt_rx_run_end(&rc->vt, b->data);
 	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now, false);
 	vrdma_rc_unlock_bh(rc);

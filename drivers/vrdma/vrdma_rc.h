@@ -150,6 +150,14 @@ struct vrdma_rc_req {
 	u64 resp_timeout_ns;
 	/* a remote failure waits in a WQE behind READs still answered */
 	bool fail_marked;
+	/*
+	 * Doorbell coalescing (tx_coalesce_us, vrdma_rc_doorbell()): the
+	 * last look at the SQ for new WQEs, whether data came in since,
+	 * and the time a deferred doorbell's look is due (0: none).
+	 */
+	u64 db_last;
+	bool db_rx_data;
+	u64 db_due;
 	/* packets of this run not sent yet: empty outside rc->lock */
 	struct vrdma_batch batch;
 };
@@ -244,6 +252,7 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp);
 bool vrdma_rc_failed(struct vrdma_qp *qp);
 void vrdma_rc_destroy(struct vrdma_qp *qp);
 void vrdma_rc_kick(struct vrdma_qp *qp);
+void vrdma_rc_doorbell(struct vrdma_qp *qp);
 
 /*
  * The connection the receive path holds across the packets of one skb (a
@@ -288,6 +297,7 @@ void vrdma_graves_cleanup(struct vrdma_verbs_dev *vd);
 /* vrdma_rc_req.c: the requester */
 void vrdma_req_take_sq(struct vrdma_rc_conn *rc);
 bool vrdma_req_sq_owed(const struct vrdma_rc_conn *rc);
+bool vrdma_req_sq_holdable(const struct vrdma_rc_conn *rc);
 void vrdma_req_take_reads(struct vrdma_rc_conn *rc);
 void vrdma_req_xmit_data(struct vrdma_rc_conn *rc,
 			 const struct vt_tx_decision *d);

@@ -391,6 +391,43 @@ void vrdma_req_take_sq(struct vrdma_rc_conn *rc)
 }
 
 /*
+ * May a doorbell hold the WQEs that wait in the SQ back (vrdma_rc_defer())?
+ * Fewer than VRDMA_SQ_DB_EVERY wait (the provider rings again at that
+ * many), and the first is a SEND or WRITE of at most one packet. Read
+ * from the process's slots, which it may still change: a hint, not a
+ * check.
+ */
+bool vrdma_req_sq_holdable(const struct vrdma_rc_conn *rc)
+{
+	struct vrdma_ring *r = &rc->qp->sq;
+	u32 head = rc->req.sq_taken, i, n;
+	struct vrdma_sqe *sqe = vrdma_ring_slot(r, head);
+	u32 f = vrdma_slot_flags(sqe);
+	u8 op = READ_ONCE(sqe->opcode);
+	u64 len = 0;
+
+	if (!(f & VRDMA_WQE_VALID) ||
+	    (op != VRDMA_OP_SEND && op != VRDMA_OP_SEND_WITH_IMM &&
+	     op != VRDMA_OP_RDMA_WRITE && op != VRDMA_OP_RDMA_WRITE_WITH_IMM))
+		return false;
+	if (f & VRDMA_WQE_INLINE) {
+		len = READ_ONCE(sqe->inline_len);
+	} else {
+		n = min_t(u32, READ_ONCE(sqe->num_sge), VRDMA_MAX_SGE);
+		for (i = 0; i < n; i++)
+			len += READ_ONCE(sqe->sge[i].length);
+	}
+	if (len > rc->vt.cfg.mtu)
+		return false;
+	n = min_t(u32, VRDMA_SQ_DB_EVERY, r->num);
+	for (i = 1; i < n; i++)
+		if (!(vrdma_slot_flags(vrdma_ring_slot(r, head + i)) &
+		      VRDMA_WQE_VALID))
+			return true;
+	return false;
+}
+
+/*
  * Does a run that no doorbell asked for (a receive, a timer) owe the SQ
  * a look? The provider skips its doorbell only while the slot before its
  * new WQEs is not yet released, counting on the run that releases it to

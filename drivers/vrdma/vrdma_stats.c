@@ -42,6 +42,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_ACKS_IN_DATA].name = "acks_in_data",
 	[VRDMA_CNT_RX_POLLED].name = "rx_handoff_polled",
 	[VRDMA_CNT_TX_FRAG_LISTS].name = "tx_frag_lists",
+	[VRDMA_CNT_TX_DB_DEFERRED].name = "tx_db_deferred",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -16,6 +16,9 @@
 #    without its workers polling (rx_spin_us, rx_ack_spin_us);
 #  - the experimental receive steering (rx_steer=1): a stream of small
 #    messages placed by a tasklet on another CPU;
+#  - doorbell coalescing (tx_coalesce_us, default 50): a one-way stream of
+#    small messages has doorbells held and goes out in batches, data
+#    verified; a ping-pong holds none; tx_coalesce_us=0 holds none;
 #  - an ACK a run owes as the last packet of its data's skb (64 B SENDs
 #    both ways);
 #  - the control: tx_batch=1 sends no batch, and no ACK in one;
@@ -157,6 +160,43 @@ if [ -f "$P/rx_steer" ] && [ "$(nproc)" -ge 2 ]; then
 	echo 0 >"$P/rx_steer"
 else
 	ktap_skip "receive steering: no rx_steer parameter, or one CPU"
+fi
+
+# doorbell coalescing (tx_coalesce_us, docs/driver.md "Doorbell
+# coalescing"): a stream of small messages leaves its doorbells to the
+# connection's timer and goes out in batches, the data verified (dp_test's
+# cases, its order case 40 unsignaled SENDs received in order); a 64 B
+# ib_send_bw stream completes with doorbells deferred; a ping-pong, whose
+# every message is answered, holds none (deterministic: the reply's run
+# holds the connection's lock until it has noted the data)
+stream64() {	# LABEL: 5000 64 B SENDs one way
+	dp_pair 120 ib_send_bw -d vrdma1 -x "$G1" -s 64 -n 5000 -- \
+		ib_send_bw -d vrdma2 -x "$G2" -s 64 -n 5000 "$H1_IP" &&
+		ktap_ok "$1: 5000 64 B SENDs completed" ||
+		ktap_fail "$1: ib_send_bw -s 64 -n 5000"
+}
+if [ -f "$P/tx_coalesce_us" ]; then
+	coalesce=$(cat "$P/tx_coalesce_us")
+	echo 50 >"$P/tx_coalesce_us"
+	dpt "doorbell coalescing, dp_test" 150 --only send,order,write,read,sge
+	d0=$(both tx_db_deferred); t0=$(txb)
+	stream64 "doorbell coalescing"
+	d1=$(both tx_db_deferred); t1=$(txb)
+	[ "${d1:-0}" -gt "${d0:-0}" ] && [ "${t1:-0}" -gt "${t0:-0}" ] &&
+		ktap_ok "doorbell coalescing: the stream's doorbells held (+$((d1 - d0))), its messages batched (+$((t1 - t0)))" ||
+		ktap_fail "doorbell coalescing: doorbells held +$((d1 - d0)), batches +$((t1 - t0))"
+	case_pp "doorbell coalescing, a ping-pong" 64 0 0
+	d2=$(both tx_db_deferred)
+	[ "${d2:-0}" -eq "${d1:-0}" ] && ktap_ok "doorbell coalescing: the ping-pong held no doorbell" ||
+		ktap_fail "doorbell coalescing: the ping-pong held $((d2 - d1)) doorbells"
+	echo 0 >"$P/tx_coalesce_us"
+	stream64 "control: tx_coalesce_us=0"
+	d3=$(both tx_db_deferred)
+	[ "${d3:-0}" -eq "${d2:-0}" ] && ktap_ok "control: tx_coalesce_us=0 held no doorbell" ||
+		ktap_fail "control: tx_coalesce_us=0 held $((d3 - d2)) doorbells"
+	echo "$coalesce" >"$P/tx_coalesce_us"
+else
+	ktap_skip "doorbell coalescing: no tx_coalesce_us parameter"
 fi
 
 # the ACK a run owes rides as the last packet of its data's skb

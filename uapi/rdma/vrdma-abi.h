@@ -83,6 +83,16 @@ enum vrdma_wqe_flags {
 	VRDMA_WQE_TAKEN		= 1 << 5,
 };
 
+/*
+ * A provider that skips the doorbell behind a WQE not yet taken still
+ * rings once this many WQEs have been posted since its last doorbell: a
+ * kernel that holds a doorbell back to send a stream of small messages
+ * together (module parameter tx_coalesce_us) takes them all then, in the
+ * system call, rather than in its timer. A kernel that never holds one
+ * back takes each WQE before the next is posted, and never sees these.
+ */
+#define VRDMA_SQ_DB_EVERY	16
+
 /* opcodes of struct vrdma_sqe (values of enum ib_wr_opcode) */
 enum vrdma_sq_opcode {
 	VRDMA_OP_RDMA_WRITE		= 0,

@@ -1082,7 +1082,8 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 	 * it sees ours or we see its flag. Asked before publishing, a
 	 * completion in between left the new WQEs unseen with no doorbell,
 	 * for good. Behind a WQE not yet taken, the run that takes it looks
-	 * on.
+	 * on; but every VRDMA_SQ_DB_EVERY WQEs ring anyway, for a kernel
+	 * that held the first back to send them together.
 	 */
 	if (start) {
 		uint32_t f;
@@ -1092,8 +1093,12 @@ static int vrdma_sq_publish(struct vrdma_qp *qp, uint32_t n)
 		/* only a QP created with SQ_TAKEN ever has the flag */
 		idle = !(f & VRDMA_WQE_VALID) || (f & VRDMA_WQE_TAKEN);
 	}
-	if (idle || n >= qp->sq.num_slots)
+	qp->db_skipped += n;
+	if (idle || n >= qp->sq.num_slots ||
+	    qp->db_skipped >= VRDMA_SQ_DB_EVERY) {
+		qp->db_skipped = 0;
 		return vrdma_ring_doorbell(qp);
+	}
 	return 0;
 }
 

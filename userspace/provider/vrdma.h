@@ -119,6 +119,8 @@ struct vrdma_qp {
 	/* send doorbell: a zero-WR post_send on the write() path */
 	struct ibv_post_send db_req;
 	struct ib_uverbs_post_send_resp db_resp;
+	/* WQEs posted since the last doorbell (VRDMA_SQ_DB_EVERY) */
+	uint32_t db_skipped;
 	/*
 	 * ibv_wr_*, between wr_start and wr_complete/wr_abort (sq.lock held):
 	 * wr_n SQEs built from sq.head on, not yet published; the last one,
