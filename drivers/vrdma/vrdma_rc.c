@@ -54,15 +54,15 @@ MODULE_PARM_DESC(tx_defer, "RC packets in flight: new ones wait until this many 
  * a producer of small records) costs a system call, a run of the sender
  * and an skb through both stacks per message: on a veth the whole round
  * trip completes inside each doorbell, so nothing is ever in flight for
- * later posts to join. Deferred, the doorbell leaves its WQEs for the
- * connection's timer, the provider skips the doorbells of the WQEs
- * posted behind them meanwhile (their slot is not VRDMA_WQE_TAKEN) but
- * rings again at VRDMA_SQ_DB_EVERY of them, and that doorbell (or the
- * timer, for a stream's tail) sends them all as one batch, as TCP's
- * autocorking joins small writes. Only while earlier messages are in flight, where the last look
- * at the SQ was recent (within 4x the delay) and no data came in since (a
- * request-response exchange, a ping-pong, answers every message and is
- * never held), and only for single-packet SENDs and WRITEs.
+ * later posts to join. Held back, the doorbell leaves its WQEs untaken;
+ * the provider skips the doorbells of the WQEs posted behind them (their
+ * slot is not VRDMA_WQE_TAKEN) but rings again at VRDMA_SQ_DB_EVERY of
+ * them, and that doorbell (or the connection's timer, for a stream's
+ * tail) sends them all as one batch, as TCP's autocorking joins small
+ * writes. Only while earlier messages are in flight, where the last look
+ * at the SQ was recent (within 4x the delay) and no data came in since
+ * (a request-response exchange, a ping-pong, answers every message and
+ * is never held), and only for single-packet SENDs and WRITEs.
  */
 static uint tx_coalesce_us = 50;
 module_param(tx_coalesce_us, uint, 0644);
@@ -451,14 +451,17 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 }
 
 /*
- * Defer this doorbell (tx_coalesce_us)? Its WQEs then wait for the timer,
- * which vrdma_rc_run_at() turns into a look at the SQ.
+ * Hold this doorbell back (tx_coalesce_us)? Its WQEs then wait for the
+ * provider's next doorbell or the timer, which vrdma_rc_run_at() turns
+ * into a look at the SQ.
  */
 static bool vrdma_rc_defer(struct vrdma_rc_conn *rc, u64 now)
 {
 	u64 ns = (u64)READ_ONCE(tx_coalesce_us) * NSEC_PER_USEC;
 	struct vrdma_rc_req *req = &rc->req;
 
+	if (!ns || rc->error)
+		return false;
 	/*
 	 * A stream: the last look was recent, only ACKs came since, and
 	 * messages are still in flight, whose ACK will run the sender (a
@@ -467,8 +470,7 @@ static bool vrdma_rc_defer(struct vrdma_rc_conn *rc, u64 now)
 	 * provider's ring at VRDMA_SQ_DB_EVERY WQEs ends the hold.
 	 */
 	if (!req->db_due &&
-	    (!ns || rc->error || req->db_rx_data || !req->db_last ||
-	     now - req->db_last >= 4 * ns ||
+	    (req->db_rx_data || !req->db_last || now - req->db_last >= 4 * ns ||
 	     req->sq_taken == READ_ONCE(rc->qp->sq.cons)))
 		return false;
 	if (!vrdma_req_sq_holdable(rc))
