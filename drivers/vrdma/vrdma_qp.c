@@ -657,10 +657,8 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		qp->doorbells++;
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			vrdma_qp_flush(qp);
-		else if (vrdma_qp_ud_tx(qp))
-			vrdma_ud_kick(qp);
 		else
-			vrdma_rc_doorbell(qp);
+			vrdma_qp_kick(qp);
 		return 0;
 	}
 	if (READ_ONCE(qp->state) < IB_QPS_RTS &&

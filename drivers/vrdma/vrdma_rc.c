@@ -422,34 +422,6 @@ static enum hrtimer_restart vrdma_rc_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* The doorbell: new send WQEs (or a new state) for the sender. */
-void vrdma_rc_kick(struct vrdma_qp *qp)
-{
-	struct vrdma_rc_conn *rc = qp_rc(qp);
-
-	if (!rc || !READ_ONCE(rc->started))
-		return;
-	/*
-	 * A user doorbell (a system call, never inside our lock) waits for
-	 * the lock: its holder is a short run on another CPU, typically the
-	 * receive softirq answering the peer, and handing over to the work
-	 * would put a thread wakeup between the post and its packet. A
-	 * kernel consumer may post from hard interrupt context, or from a
-	 * completion handler that we call with rc->lock held: hand over to
-	 * the work when the lock is taken then.
-	 */
-	if (qp->user && !in_interrupt() && !irqs_disabled()) {
-		WRITE_ONCE(rc->tx_cpu, raw_smp_processor_id());
-		spin_lock_bh(&rc->lock);
-	} else if (in_hardirq() || irqs_disabled() ||
-		   !spin_trylock_bh(&rc->lock)) {
-		queue_work(vrdma_rc_wq, &rc->work);
-		return;
-	}
-	vrdma_rc_run(rc);
-	vrdma_rc_unlock_bh(rc);
-}
-
 /*
  * Hold this doorbell back (tx_coalesce_us)? Its WQEs then wait for the
  * provider's next doorbell or the timer, which vrdma_rc_run_at() turns
@@ -483,23 +455,42 @@ static bool vrdma_rc_defer(struct vrdma_rc_conn *rc, u64 now)
 	return true;
 }
 
-/* A user QP's doorbell (a system call): new send WQEs in its SQ ring. */
-void vrdma_rc_doorbell(struct vrdma_qp *qp)
+/* The doorbell: new send WQEs (or a new state) for the sender. */
+void vrdma_rc_kick(struct vrdma_qp *qp)
 {
 	struct vrdma_rc_conn *rc = qp_rc(qp);
 	u64 now;
 
-	if (!READ_ONCE(tx_coalesce_us) || !rc || !READ_ONCE(rc->started)) {
-		vrdma_rc_kick(qp);
+	if (!rc || !READ_ONCE(rc->started))
+		return;
+	/*
+	 * A user doorbell (a system call, never inside our lock) waits for
+	 * the lock: its holder is a short run on another CPU, typically the
+	 * receive softirq answering the peer, and handing over to the work
+	 * would put a thread wakeup between the post and its packet. A
+	 * kernel consumer may post from hard interrupt context, or from a
+	 * completion handler that we call with rc->lock held: hand over to
+	 * the work when the lock is taken then.
+	 */
+	if (qp->user && !in_interrupt() && !irqs_disabled()) {
+		WRITE_ONCE(rc->tx_cpu, raw_smp_processor_id());
+		spin_lock_bh(&rc->lock);
+		now = vrdma_rc_now();
+		/* a user stream's doorbell may be held (tx_coalesce_us) */
+		if (!rc->dead && !vrdma_rc_defer(rc, now))
+			vrdma_rc_run_at(rc, now, true);
+		vrdma_rc_unlock_bh(rc);
 		return;
 	}
-	WRITE_ONCE(rc->tx_cpu, raw_smp_processor_id());
-	spin_lock_bh(&rc->lock);
-	now = vrdma_rc_now();
-	if (!rc->dead && !vrdma_rc_defer(rc, now))
-		vrdma_rc_run_at(rc, now, true);
+	if (in_hardirq() || irqs_disabled() || !spin_trylock_bh(&rc->lock)) {
+		queue_work(vrdma_rc_wq, &rc->work);
+		return;
+	}
+	vrdma_rc_run(rc);
 	vrdma_rc_unlock_bh(rc);
 }
+
+
 
 /* The packet comes from the connected peer's address (RC and UC). */
 bool vrdma_route_from_peer(const struct vrdma_route *r,

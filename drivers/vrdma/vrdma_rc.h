@@ -151,7 +151,7 @@ struct vrdma_rc_req {
 	/* a remote failure waits in a WQE behind READs still answered */
 	bool fail_marked;
 	/*
-	 * Doorbell coalescing (tx_coalesce_us, vrdma_rc_doorbell()): the
+	 * Doorbell coalescing (tx_coalesce_us, vrdma_rc_defer()): the
 	 * last look at the SQ for new WQEs, whether data came in since,
 	 * and the time a deferred doorbell's look is due (0: none).
 	 */
@@ -252,7 +252,6 @@ void vrdma_rc_quiesce(struct vrdma_qp *qp);
 bool vrdma_rc_failed(struct vrdma_qp *qp);
 void vrdma_rc_destroy(struct vrdma_qp *qp);
 void vrdma_rc_kick(struct vrdma_qp *qp);
-void vrdma_rc_doorbell(struct vrdma_qp *qp);
 
 /*
  * The connection the receive path holds across the packets of one skb (a
