@@ -59,6 +59,7 @@ enum vrdma_counter {
 	VRDMA_CNT_RX_POLLED,	/* hand-off skbs a polling worker found */
 	VRDMA_CNT_TX_FRAG_LISTS, /* batches sent with a frag list */
 	VRDMA_CNT_TX_DB_DEFERRED, /* doorbells left for the timer (tx_coalesce_us) */
+	VRDMA_CNT_TX_DB_BACKOFF, /* holds put off after some that gathered nothing */
 	VRDMA_CNT_MAX
 };
 

@@ -30,6 +30,8 @@
 #define VRDMA_RC_RESP_MIN_NS	(8 * NSEC_PER_SEC)
 #define VRDMA_RC_PRECISE_NS	NSEC_PER_SEC	/* precise loss timers after a retransmission */
 #define VRDMA_RC_LATE_NS	250000	/* a timer this late past its slack: a stall */
+#define VRDMA_RC_HOLD_UNPAID	3	/* holds in a row that gathered nothing, */
+#define VRDMA_RC_HOLD_OFF	64	/* then none for this many tx_coalesce_us */
 
 static struct workqueue_struct *vrdma_rc_wq;
 
@@ -60,9 +62,10 @@ MODULE_PARM_DESC(tx_defer, "RC packets in flight: new ones wait until this many 
  * them, and that doorbell (or the connection's timer, for a stream's
  * tail) sends them all as one batch, as TCP's autocorking joins small
  * writes. Only while earlier messages are in flight, where the last look
- * at the SQ was recent (within 4x the delay) and no data came in since
- * (a request-response exchange, a ping-pong, answers every message and
- * is never held), and only for single-packet SENDs and WRITEs.
+ * at the SQ was within 4x the delay and no data came in within that time
+ * (a request-response exchange, a ping-pong, answers what it receives
+ * and is not held), where holds have been gathering batches
+ * (vrdma_rc_hold_end()), and only for single-packet SENDs and WRITEs.
  */
 static uint tx_coalesce_us = 50;
 module_param(tx_coalesce_us, uint, 0644);
@@ -288,6 +291,37 @@ static void vrdma_rc_late(struct vrdma_rc_conn *rc, u64 now)
 }
 
 /*
+ * A doorbell hold ends with this look at the SQ, which took @taken WQEs.
+ * It paid if it gathered a batch: the provider's ring at
+ * VRDMA_SQ_DB_EVERY WQEs, or half that many by the timer. One that
+ * gathered less held a message back for nothing (a short burst, a
+ * request in a few messages): after VRDMA_RC_HOLD_UNPAID of them in a row,
+ * no hold for a while, twice as long each time (up to a second) until
+ * one pays again, so that such a pattern pays the delay rarely, not
+ * once a message, while a stream keeps its batches.
+ */
+static void vrdma_rc_hold_end(struct vrdma_rc_conn *rc, u64 now, u32 taken)
+{
+	struct vrdma_rc_req *req = &rc->req;
+	u64 ns = (u64)READ_ONCE(tx_coalesce_us) * NSEC_PER_USEC;
+
+	req->db_due = 0;
+	if (taken >= VRDMA_SQ_DB_EVERY / 2) {
+		req->db_unpaid = 0;
+		req->db_off_ns = 0;
+		return;
+	}
+	if (++req->db_unpaid < VRDMA_RC_HOLD_UNPAID)
+		return;
+	req->db_unpaid = VRDMA_RC_HOLD_UNPAID;
+	req->db_off_ns = req->db_off_ns ?
+			 min_t(u64, req->db_off_ns * 2, NSEC_PER_SEC) :
+			 VRDMA_RC_HOLD_OFF * ns;
+	req->db_off_until = now + req->db_off_ns;
+	vrdma_count(rc->qp->vdev, VRDMA_CNT_TX_DB_BACKOFF, 1);
+}
+
+/*
  * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
@@ -316,13 +350,15 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	vrdma_req_take_reads(rc);
 	if (rc->req.db_due && now >= rc->req.db_due)
 		look_sq = true;		/* a deferred doorbell's */
-	if (look_sq) {
-		rc->req.db_due = 0;
+	if (look_sq)
 		rc->req.db_last = now;
-		rc->req.db_rx_data = false;
-	}
-	if (look_sq || vrdma_req_sq_owed(rc))
+	if (look_sq || vrdma_req_sq_owed(rc)) {
+		u32 taken = rc->req.sq_taken;
+
 		vrdma_req_take_sq(rc);
+		if (rc->req.db_due)
+			vrdma_rc_hold_end(rc, now, rc->req.sq_taken - taken);
+	}
 
 	rc->bp_until = 0;
 	for (n = 0; n < VRDMA_RC_BUDGET && !rc->error; n++) {
@@ -435,14 +471,18 @@ static bool vrdma_rc_defer(struct vrdma_rc_conn *rc, u64 now)
 	if (!ns || rc->error)
 		return false;
 	/*
-	 * A stream: the last look was recent, only ACKs came since, and
-	 * messages are still in flight, whose ACK will run the sender (a
-	 * process that waits for each completion before its next post
-	 * has none: its messages are never held). Held already, the
-	 * provider's ring at VRDMA_SQ_DB_EVERY WQEs ends the hold.
+	 * A stream: the last look was recent, no data came in lately (an
+	 * exchange answers what it receives, often in more than one
+	 * message: UCX's synchronous send acknowledges, then replies),
+	 * holds have been paying (vrdma_rc_hold_end()), and messages are
+	 * still in flight, whose ACK will run the sender (a process that
+	 * waits for each completion before its next post has none: its
+	 * messages are never held). Held already, the provider's ring at
+	 * VRDMA_SQ_DB_EVERY WQEs ends the hold.
 	 */
 	if (!req->db_due &&
-	    (req->db_rx_data || !req->db_last || now - req->db_last >= 4 * ns ||
+	    (now - req->db_rx_at < 4 * ns || now < req->db_off_until ||
+	     !req->db_last || now - req->db_last >= 4 * ns ||
 	     req->sq_taken == READ_ONCE(rc->qp->sq.cons)))
 		return false;
 	if (!vrdma_req_sq_holdable(rc))
@@ -526,8 +566,12 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	if (!rc)
 		return;
 	b->rc = NULL;
-	if (b->data)
-		rc->req.db_rx_data = true;	/* an exchange: no coalescing */
+	if (b->data) {
+		/* an exchange: no holds, and a pending one ends now */
+		rc->req.db_rx_at = b->now;
+		if (rc->req.db_due)
+			rc->req.db_due = b->now;
+	}
 	vt_rx_run_end(&rc->vt, b->data);
 	vrdma_rc_run_at(rc, b->data > 1 ? vrdma_rc_now() : b->now, false);
 	vrdma_rc_unlock_bh(rc);

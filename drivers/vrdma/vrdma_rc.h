@@ -152,12 +152,17 @@ struct vrdma_rc_req {
 	bool fail_marked;
 	/*
 	 * Doorbell coalescing (tx_coalesce_us, vrdma_rc_defer()): the
-	 * last look at the SQ for new WQEs, whether data came in since,
-	 * and the time a deferred doorbell's look is due (0: none).
+	 * last look at the SQ for new WQEs, the last data received, the
+	 * time a deferred doorbell's look is due (0: none), and the
+	 * back-off after holds that gathered nothing: no hold until
+	 * db_off_until, the next back-off db_off_ns (0: the first).
 	 */
 	u64 db_last;
-	bool db_rx_data;
+	u64 db_rx_at;
 	u64 db_due;
+	u64 db_off_until;
+	u64 db_off_ns;
+	u8 db_unpaid;		/* holds in a row that gathered nothing */
 	/* packets of this run not sent yet: empty outside rc->lock */
 	struct vrdma_batch batch;
 };

@@ -43,6 +43,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_POLLED].name = "rx_handoff_polled",
 	[VRDMA_CNT_TX_FRAG_LISTS].name = "tx_frag_lists",
 	[VRDMA_CNT_TX_DB_DEFERRED].name = "tx_db_deferred",
+	[VRDMA_CNT_TX_DB_BACKOFF].name = "tx_db_backoffs",
 };
 
 static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_CNT_MAX);

@@ -189,6 +189,25 @@ if [ -f "$P/tx_coalesce_us" ]; then
 	d2=$(both tx_db_deferred)
 	[ "${d2:-0}" -eq "${d1:-0}" ] && ktap_ok "doorbell coalescing: the ping-pong held no doorbell" ||
 		ktap_fail "doorbell coalescing: the ping-pong held $((d2 - d1)) doorbells"
+	# bursts of four SENDs, each burst waited for (a send queue four
+	# deep), on a wire with delay (on a bare veth the first is answered
+	# inside its own doorbell, so the next finds nothing in flight): the
+	# second of each is held, and the hold gathers the burst's three,
+	# not a batch. After a few such holds the QP holds none for a while,
+	# longer each time (tx_db_backoffs): a few holds in the run, not one
+	# per burst (150 before the back-off)
+	b0=$(both tx_db_backoffs)
+	dp_netem "delay 500us"
+	dp_pair 120 ib_send_bw -d vrdma1 -x "$G1" -s 64 -n 600 -t 4 -- \
+		ib_send_bw -d vrdma2 -x "$G2" -s 64 -n 600 -t 4 "$H1_IP" &&
+		ktap_ok "doorbell coalescing: 150 bursts of four 64 B SENDs completed" ||
+		ktap_fail "doorbell coalescing: ib_send_bw -s 64 -n 600 -t 4"
+	dp_netem ""
+	b1=$(both tx_db_backoffs) d2b=$(both tx_db_deferred)
+	[ "${b1:-0}" -gt "${b0:-0}" ] && [ $((d2b - d2)) -lt 40 ] &&
+		ktap_ok "doorbell coalescing: 150 bursts held $((d2b - d2)) doorbells, backed off $((b1 - b0)) times" ||
+		ktap_fail "doorbell coalescing: 150 bursts held $((d2b - d2)) doorbells, backed off $((b1 - b0)) times"
+	d2=$d2b
 	echo 0 >"$P/tx_coalesce_us"
 	stream64 "control: tx_coalesce_us=0"
 	d3=$(both tx_db_deferred)

@@ -110,6 +110,17 @@ done
 d1=$(drops)
 [ "$d1" -eq "$d0" ] && ktap_ok "UD: no datagram dropped by vrdma" ||
 	ktap_fail "UD: $((d1 - d0)) datagrams dropped (rx_dropped_*)"
+# A synchronous send is acknowledged by the receiver, which then sends its
+# reply: two small messages answering one, an exchange whose doorbells
+# coalescing must not hold (each held reply waited for the QP's timer,
+# 4x the latency). A hold or two at the start may happen: fewer than a
+# quarter of the 210 iterations.
+held() { echo $(($(dp_counter vrdma1 tx_db_deferred) + $(dp_counter vrdma2 tx_db_deferred))); }
+h0=$(held)
+ucx "UCP tag_sync_lat, UCX_TLS=rc_v" "UCX_TLS=rc_v" -t tag_sync_lat "${N[@]}"
+h1=$(held)
+[ $((h1 - h0)) -lt 50 ] && ktap_ok "UCP tag_sync_lat: $((h1 - h0)) doorbells held (an exchange)" ||
+	ktap_fail "UCP tag_sync_lat: $((h1 - h0)) doorbells held, an exchange's"
 # GID 0 (fe80:: from the MAC) routes too, over IPv6 link-local
 G1=0 G2=0 ucx "UCP tag_lat, UCX_TLS=ud_v, GID index 0" "UCX_TLS=ud_v" -t tag_lat "${N[@]}"
 
