@@ -190,13 +190,38 @@ static void vrdma_rc_unlock_bh(struct vrdma_rc_conn *rc)
 }
 
 /*
+ * The loss timers turn precise after a retransmission, for a second, and
+ * back as soon as every retransmission since has proven needless (an ACK
+ * showed that the first copy had arrived: VT_STAT_SPURIOUS). A ping-
+ * pong's tail loss probe that fired early, its ACK behind a busy vCPU,
+ * had left them precise: each message then programmed the local APIC,
+ * and once ACKed the timer still fired, an interrupt and a run of the
+ * sender for nothing (docs/benchmarks.md, "Timers in a ping-pong").
+ */
+static void vrdma_rc_precise(struct vrdma_rc_conn *rc, u64 now)
+{
+	u64 real = rc->vt.stats[VT_STAT_RETX_PKTS] -
+		   rc->vt.stats[VT_STAT_SPURIOUS];
+
+	if (real > rc->retx_seen) {
+		if (now >= rc->precise_until)
+			rc->precise_base = rc->retx_seen;
+		rc->precise_until = now + VRDMA_RC_PRECISE_NS;
+	} else if (real <= rc->precise_base) {
+		rc->precise_until = 0;
+	}
+	rc->retx_seen = real;
+}
+
+/*
  * Arm the timer for the core's next deadline. A timer already queued for
  * that moment or earlier stays: firing early only runs the sender once
  * more, which re-arms it, while reprogramming the clock event for every
  * packet (the deadlines move with each ACK) costs a clock read and a
  * timer write each time.
  *
- * On a connection that has not retransmitted for a second, the loss
+ * On a connection that has not retransmitted for a second (retransmissions
+ * proven needless not counted: vrdma_rc_precise()), the loss
  * timers (RTO, tail loss probe, a READ's response timeout) get a tick of
  * slack, as TCP's jiffies timers have: the timer may then fire from the
  * next tick instead of its own clock event. Armed after nearly every
@@ -236,10 +261,7 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	w = min(fine, loss);
 	if (w == VT_NEVER)
 		return;
-	if (rc->vt.stats[VT_STAT_RETX_PKTS] != rc->retx_seen) {
-		rc->retx_seen = rc->vt.stats[VT_STAT_RETX_PKTS];
-		rc->precise_until = now + VRDMA_RC_PRECISE_NS;
-	}
+	vrdma_rc_precise(rc, now);
 	if (loss < fine && now >= rc->precise_until)
 		slack = min_t(u64, fine - loss, TICK_NSEC);
 	if (hrtimer_is_queued(&rc->timer) && rc->timer_at <= w &&

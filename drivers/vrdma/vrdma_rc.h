@@ -203,7 +203,8 @@ struct vrdma_rc_conn {
 	struct hrtimer timer;
 	u64 timer_at;			/* expiry the timer was last armed for */
 	u64 timer_end;			/* and the latest it may fire (slack) */
-	u64 retx_seen;			/* retransmissions counted so far */
+	u64 retx_seen;			/* retransmissions not proven needless */
+	u64 precise_base;		/* and before the precise timers began */
 	u64 precise_until;		/* loss timers without slack until */
 	struct work_struct work;
 	vrdma_rc_fail_fn qp_fail;	/* the work's way to ERR */
