@@ -600,87 +600,13 @@ void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b)
 	rcu_read_unlock();
 }
 
-static struct vrdma_rc_conn *vrdma_rc_lookup(struct vrdma_dev *vdev, u32 qpn)
+/* The RC connection of @qpn, or NULL; under rcu_read_lock(). */
+struct vrdma_rc_conn *vrdma_rc_lookup(struct vrdma_dev *vdev, u32 qpn)
 {
 	struct vrdma_verbs_dev *vd = vdev->priv;
 	struct vrdma_qp *qp = vd ? xa_load(&vd->qp_xa, qpn) : NULL;
 
 	return qp && qp->ibqp.qp_type == IB_QPT_RC ? qp_rc(qp) : NULL;
-}
-
-/*
- * rx_steer (vrdma_rx_cpu.c): whether a data packet (or batch) for @qpn is
- * placed on the steering CPU. It must while earlier ones of its connection
- * wait or are being placed there, which keeps their order; it may when it
- * is a whole message in one packet (@one) and the connection holds an ACK
- * for data before it: a stream of small messages, not a ping-pong. Counted
- * until vrdma_rc_rx_steered(). The ACK test reads without the lock: a hint.
- */
-bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
-{
-	struct vrdma_rc_conn *rc;
-	bool ret = false;
-
-	rcu_read_lock();
-	rc = vrdma_rc_lookup(vdev, qpn);
-	if (rc && (atomic_read(&rc->rx_steered) ||
-		   (one && vt_rx_ack_pending(&rc->vt)))) {
-		atomic_inc(&rc->rx_steered);
-		ret = true;
-	}
-	rcu_read_unlock();
-	return ret;
-}
-
-/*
- * A stream: more than two messages unacknowledged, or data or WQEs that
- * wait to be sent. Not a ping-pong, which has at most two (the one just
- * answered, whose ACK follows the answer, and the next) and whose ACK's
- * run sends nothing. Read without the lock: a hint.
- */
-static bool vrdma_rc_streaming(struct vrdma_rc_conn *rc)
-{
-	return READ_ONCE(rc->req.msg_next) - READ_ONCE(rc->req.msg_acked) > 2 ||
-	       vt_tx_unsent(&rc->vt) || READ_ONCE(rc->req.sq_blocked);
-}
-
-/*
- * rx_steer: the CPU an ACK for @qpn is taken on, or -1 for this one. A
- * stream whose process posts on another CPU takes its ACKs there. Taken
- * here, the run an ACK causes (new data, WQEs it let in, a RACK resend)
- * sent from here, into this CPU's backlog, while the doorbells send into
- * the other's, and two backlogs drain independently: with the steered
- * placement's ACKs coming from the steering CPU, 1-2 % of a 64 B stream
- * reached the peer out of sequence, ~190 packets resent in 6 s; taken on
- * the posting CPU, 2 packets and 4 (docs/benchmarks.md, "Receive
- * steering").
- */
-int vrdma_rc_ack_steer(struct vrdma_dev *vdev, u32 qpn)
-{
-	struct vrdma_rc_conn *rc;
-	int cpu = -1;
-
-	rcu_read_lock();
-	rc = vrdma_rc_lookup(vdev, qpn);
-	if (rc && vrdma_rc_streaming(rc)) {
-		cpu = READ_ONCE(rc->tx_cpu);
-		if (cpu < 0 || cpu == smp_processor_id() || !cpu_online(cpu))
-			cpu = -1;
-	}
-	rcu_read_unlock();
-	return cpu;
-}
-
-/* A steered packet (or batch) for @qpn was placed. */
-void vrdma_rc_rx_steered(struct vrdma_dev *vdev, u32 qpn)
-{
-	struct vrdma_rc_conn *rc;
-
-	rcu_read_lock();
-	rc = vrdma_rc_lookup(vdev, qpn);
-	if (rc)
-		atomic_dec_if_positive(&rc->rx_steered);
-	rcu_read_unlock();
 }
 
 /* Take (or keep) the connection of @qpn in @b; NULL if there is none. */

@@ -276,9 +276,7 @@ void vrdma_rc_rx(struct vrdma_dev *vdev, struct sk_buff *skb,
 		 const struct vt_data_hdr *dh, const struct vt_ack *ack,
 		 struct vrdma_rc_rxb *b);
 void vrdma_rc_rx_flush(struct vrdma_rc_rxb *b);
-bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one);
-void vrdma_rc_rx_steered(struct vrdma_dev *vdev, u32 qpn);
-int vrdma_rc_ack_steer(struct vrdma_dev *vdev, u32 qpn);
+struct vrdma_rc_conn *vrdma_rc_lookup(struct vrdma_dev *vdev, u32 qpn);
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq);
 void vrdma_rc_fail(struct vrdma_rc_conn *rc, enum ib_wc_status status);
 u64 vrdma_rc_now(void);

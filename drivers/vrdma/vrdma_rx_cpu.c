@@ -7,7 +7,9 @@
  * scheduled by an IPI, places a stream of small messages). On one kernel
  * a veth delivers into the backlog of the CPU that sent, so without them
  * one QP's whole chain runs on one CPU. The namespace's UDP socket
- * (vrdma_net.c) calls in from its receive path.
+ * (vrdma_net.c) calls in from its receive path. Whether a connection's
+ * packets are steered is decided here, from its state read without its
+ * lock: a hint.
  */
 #include <linux/interrupt.h>
 #include <linux/module.h>
@@ -266,6 +268,81 @@ static void vrdma_rxq_stop(struct vrdma_rxq *q)
 	q->pending = 0;
 	sock_put(q->sk);
 	q->sk = NULL;
+}
+
+/*
+ * rx_steer: whether a data packet (or batch) for @qpn is
+ * placed on the steering CPU. It must while earlier ones of its connection
+ * wait or are being placed there, which keeps their order; it may when it
+ * is a whole message in one packet (@one) and the connection holds an ACK
+ * for data before it: a stream of small messages, not a ping-pong. Counted
+ * until vrdma_rc_rx_steered(). The ACK test reads without the lock: a hint.
+ */
+static bool vrdma_rc_rx_steer(struct vrdma_dev *vdev, u32 qpn, bool one)
+{
+	struct vrdma_rc_conn *rc;
+	bool ret = false;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc && (atomic_read(&rc->rx_steered) ||
+		   (one && vt_rx_ack_pending(&rc->vt)))) {
+		atomic_inc(&rc->rx_steered);
+		ret = true;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/*
+ * A stream: more than two messages unacknowledged, or data or WQEs that
+ * wait to be sent. Not a ping-pong, which has at most two (the one just
+ * answered, whose ACK follows the answer, and the next) and whose ACK's
+ * run sends nothing. Read without the lock: a hint.
+ */
+static bool vrdma_rc_streaming(struct vrdma_rc_conn *rc)
+{
+	return READ_ONCE(rc->req.msg_next) - READ_ONCE(rc->req.msg_acked) > 2 ||
+	       vt_tx_unsent(&rc->vt) || READ_ONCE(rc->req.sq_blocked);
+}
+
+/*
+ * rx_steer: the CPU an ACK for @qpn is taken on, or -1 for this one. A
+ * stream whose process posts on another CPU takes its ACKs there. Taken
+ * here, the run an ACK causes (new data, WQEs it let in, a RACK resend)
+ * sent from here, into this CPU's backlog, while the doorbells send into
+ * the other's, and two backlogs drain independently: with the steered
+ * placement's ACKs coming from the steering CPU, 1-2 % of a 64 B stream
+ * reached the peer out of sequence, ~190 packets resent in 6 s; taken on
+ * the posting CPU, 2 packets and 4 (docs/benchmarks.md, "Receive
+ * steering").
+ */
+static int vrdma_rc_ack_steer(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_rc_conn *rc;
+	int cpu = -1;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc && vrdma_rc_streaming(rc)) {
+		cpu = READ_ONCE(rc->tx_cpu);
+		if (cpu < 0 || cpu == smp_processor_id() || !cpu_online(cpu))
+			cpu = -1;
+	}
+	rcu_read_unlock();
+	return cpu;
+}
+
+/* A steered packet (or batch) for @qpn was placed. */
+static void vrdma_rc_rx_steered(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_rc_conn *rc;
+
+	rcu_read_lock();
+	rc = vrdma_rc_lookup(vdev, qpn);
+	if (rc)
+		atomic_dec_if_positive(&rc->rx_steered);
+	rcu_read_unlock();
 }
 
 /* rx_steer: on the other CPU, in its IPI handler */
