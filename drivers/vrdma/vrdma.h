@@ -101,6 +101,7 @@ struct vrdma_route {
 	u8 tos;				/* IPv4 TOS / IPv6 traffic class */
 	u8 ttl;				/* hop limit; 0: route default */
 	__be32 flow_label;		/* IPv6 only */
+	u32 flow_hash;			/* skb->hash of its packets; 0: the stack's */
 	/* the dst cache it shares with its key's routes (vrdma_net_route_init) */
 	struct vrdma_route_cache *cache;
 	/* set: vrdma_net_xmit() queues here; the owner sends after unlock */
@@ -117,6 +118,7 @@ struct sk_buff *vrdma_net_alloc_skb(struct vrdma_dev *vdev,
 int vrdma_net_route_gid(struct vrdma_route *r, const union ib_gid *sgid,
 			const struct ib_global_route *grh);
 __be16 vrdma_net_sport(u32 qpn, u16 entropy);
+u32 vrdma_net_flow_hash(u32 qpn, u32 dest_qpn);
 struct vrdma_frags;
 
 /*

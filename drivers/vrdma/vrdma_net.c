@@ -471,6 +471,23 @@ __be16 vrdma_net_sport(u32 qpn, u16 entropy)
 	return htons((u16)(base + entropy));
 }
 
+static u32 vrdma_flow_seed __read_mostly;
+
+/*
+ * The flow hash of a connection's packets (RC, UC), set as skb->hash: one
+ * per QP, whatever source port the transport sprays each packet from.
+ * What queues per flow on this host reads it, and would otherwise take
+ * it from the 5-tuple: fq_codel and fq counted a QP spraying over four
+ * ports as four flows and gave it two thirds of a link next to one TCP
+ * connection (docs/benchmarks.md, "Next to TCP"), and the TX queue
+ * choice spread one QP over a NIC's queues, which may reorder it.
+ * Switches still hash the ports they see.
+ */
+u32 vrdma_net_flow_hash(u32 qpn, u32 dest_qpn)
+{
+	return jhash_2words(qpn, dest_qpn, vrdma_flow_seed) ?: 1;
+}
+
 /*
  * The dst caches of connections' routes. A route lookup's key is the
  * device (its netdev and namespace), the addresses and the TOS, so the
@@ -766,6 +783,8 @@ int vrdma_net_xmit_now(struct vrdma_dev *vdev, struct vrdma_route *r,
 	if (!sock)
 		goto drop;
 	skb_set_owner_w(skb, sock->sk);		/* back-pressure accounting */
+	if (r->flow_hash)	/* L4: the tunnel's output keeps it */
+		skb_set_hash(skb, r->flow_hash, PKT_HASH_TYPE_L4);
 	if (r->family == AF_INET)
 		rv = vrdma_xmit4(vdev, sock->sk, r, sport, skb);
 #if IS_ENABLED(CONFIG_IPV6)
@@ -793,6 +812,7 @@ int vrdma_net_init(void)
 {
 	int rv = vrdma_rx_cpu_init();
 
+	vrdma_flow_seed = get_random_u32();
 	if (rv)
 		return rv;
 	rv = register_pernet_subsys(&vrdma_net_ops);

@@ -689,9 +689,12 @@ int vrdma_rc_route(struct vrdma_qp *qp, struct vrdma_route *r)
 	int rv;
 
 	rv = rdma_query_gid(&qp->vdev->ibdev, 1, grh->sgid_index, &sgid);
-	if (rv)
-		return rv;
-	return vrdma_net_route_gid(r, &sgid, grh);
+	if (!rv)
+		rv = vrdma_net_route_gid(r, &sgid, grh);
+	if (!rv)
+		r->flow_hash = vrdma_net_flow_hash(qp->ibqp.qp_num,
+						   qp->attr.dest_qp_num);
+	return rv;
 }
 
 /*

@@ -113,5 +113,31 @@ if python3 -c 'import socket; socket.AF_PACKET' 2>/dev/null; then
 else
 	ktap_skip "paths: no python3"
 fi
+
+# One QP, one flow to the host's qdiscs: its packets carry the
+# connection's skb->hash (vrdma_net_flow_hash()), so a flow-queueing
+# qdisc sees one flow however many source ports the QP sprays over (4 or
+# more with paths=4, counted above). sch_fq keeps a flow until it has
+# been idle 3 s and a new one falls into its bucket, so its "flows" count
+# read before and after one transfer grows by what sent in between: the
+# connection, perftest's TCP exchange and at most one neighbour packet
+# (3); four ports taken for four flows would add at least 5.
+fq_flows() {
+	ip netns exec "$H2" tc -s qdisc show dev "$H2_IF" |
+		grep -o ' flows [0-9]*' | head -n 1 | awk '{ print $2 }'
+}
+if ip netns exec "$H2" tc qdisc replace dev "$H2_IF" root fq 2>/dev/null; then
+	f0=$(fq_flows)
+	dp_pair 60 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -n 300 --report_gbits -- \
+		ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -n 300 --report_gbits "$H1_IP"
+	rc=$?
+	f1=$(fq_flows)
+	diag "sch_fq flows before $f0, after $f1 (paths=$(cat /sys/module/vrdma/parameters/paths))"
+	[ $rc -eq 0 ] && [ -n "$f0" ] && [ -n "$f1" ] && [ $((f1 - f0)) -le 3 ]
+	ktap_result $? "fq: a QP spraying over several ports is one flow ($f0 -> $f1 flows)"
+	ip netns exec "$H2" tc qdisc del dev "$H2_IF" root
+else
+	ktap_skip "fq: no sch_fq"
+fi
 ip netns exec "$H1" rdma statistic show link vrdma1/1 | sed 's/^/# /'
 ktap_finished
