@@ -429,15 +429,48 @@ static struct vrdma_mr *vrdma_mw_get(struct vrdma_qp *qp,
 }
 
 /*
+ * vrdma_mr_get() through @hint (may be NULL): the MR the same @key and
+ * @access found earlier in this hold of the connection's lock needs only
+ * its range checked again. A hold runs with preemption off, itself an RCU
+ * read-side section, so the MR cannot be freed before it ends (a
+ * deregistration waits in synchronize_rcu()). Only a user MR found by its
+ * own key is kept: a fast-registration MR's key can be invalidated by a
+ * WQE of the same run, and a window has a range and rights of its own.
+ * Every other check ran when it was kept: a change of rights or PD racing
+ * with the hold applies from the next one, as it would from the next
+ * packet (no order is defined between the two).
+ */
+static struct vrdma_mr *vrdma_mr_get_hint(struct vrdma_qp *qp, u32 key,
+					  int access, u64 iova, u64 len,
+					  struct vrdma_mr_hint *hint)
+{
+	struct vrdma_mr *mr;
+
+	if (hint && hint->mr && hint->key == key && hint->access == access)
+		return vrdma_mr_covers(hint->mr, iova, len) ? hint->mr : NULL;
+	mr = vrdma_mr_get(qp, key, access, iova, len);
+	if (hint && mr && mr->type == VRDMA_MR_USER &&
+	    ((access & VRDMA_REMOTE_ACCESS) ? mr->ibmr.rkey :
+					       mr->ibmr.lkey) == key) {
+		hint->mr = mr;
+		hint->key = key;
+		hint->access = access;
+	}
+	return mr;
+}
+
+/*
  * vrdma_mr_get() for a caller that goes on to copy into the MR within the
  * same RCU read-side section (vrdma_mr_write()): a deregistration frees
  * the MR and its pages only after synchronize_rcu(), so one lookup serves
- * the check and the copy of a packet.
+ * the check and the copy of a packet; @hint (or NULL) as
+ * vrdma_mr_get_hint().
  */
 struct vrdma_mr *vrdma_mr_lookup(struct vrdma_qp *qp, u32 key, int access,
-				 u64 iova, u64 len)
+				 u64 iova, u64 len,
+				 struct vrdma_mr_hint *hint)
 {
-	return vrdma_mr_get(qp, key, access, iova, len);
+	return vrdma_mr_get_hint(qp, key, access, iova, len, hint);
 }
 
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
@@ -607,9 +640,11 @@ void vrdma_frags_put(struct vrdma_frags *fr)
  * MR is deregistered or its process gone. Only user MRs with a page
  * index qualify; false (and @fr as it was) for anything else, which the
  * caller then copies, and for any access fault, which the copy reports.
+ * @hint (or NULL): the caller's connection's, as vrdma_mr_get_hint().
  */
 bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
-		    u32 len, struct vrdma_frags *fr)
+		    u32 len, struct vrdma_frags *fr,
+		    struct vrdma_mr_hint *hint)
 {
 	u32 n0 = fr->n, len0 = fr->len;
 	u32 last0 = n0 ? fr->f[n0 - 1].len : 0;
@@ -618,7 +653,7 @@ bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 	u64 pos;
 
 	rcu_read_lock();
-	mr = vrdma_mr_get(qp, key, access, iova, len);
+	mr = vrdma_mr_get_hint(qp, key, access, iova, len, hint);
 	if (!mr || mr->type != VRDMA_MR_USER || !mr->upages) {
 		rcu_read_unlock();
 		return false;
@@ -943,10 +978,12 @@ enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
 /*
  * The pages of @len bytes of a send WQE's gather list from @off, into
  * @fr (empty), for a transmit without a copy; false (nothing held) when
- * any part does not qualify (vrdma_mr_frags) and must be copied.
+ * any part does not qualify (vrdma_mr_frags) and must be copied. @hint as
+ * vrdma_mr_frags().
  */
 bool vrdma_sge_frags(struct vrdma_qp *qp, const struct vrdma_sge *sge,
-		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr)
+		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr,
+		     struct vrdma_mr_hint *hint)
 {
 	u32 i;
 
@@ -959,7 +996,7 @@ bool vrdma_sge_frags(struct vrdma_qp *qp, const struct vrdma_sge *sge,
 		}
 		n = min(len, sge[i].length - off);
 		if (!vrdma_mr_frags(qp, sge[i].lkey, 0, sge[i].addr + off, n,
-				    fr)) {
+				    fr, hint)) {
 			vrdma_frags_put(fr);
 			return false;
 		}

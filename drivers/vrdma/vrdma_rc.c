@@ -383,6 +383,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	}
 
 	rc->bp_until = 0;
+	vrdma_mr_hint_clear(&rc->req.mr_hint);
 	for (n = 0; n < VRDMA_RC_BUDGET && !rc->error; n++) {
 		/* a clock read per packet is costly where the clock is emulated */
 		if (n && !(n % VRDMA_RC_CLOCK_EVERY))
@@ -625,6 +626,7 @@ static struct vrdma_rc_conn *vrdma_rc_rx_conn(struct vrdma_dev *vdev,
 		return NULL;
 	}
 	spin_lock_bh(&rc->lock);
+	vrdma_mr_hint_clear(&rc->resp.mr_hint);
 	b->rc = rc;
 	b->qpn = qpn;
 	b->data = 0;

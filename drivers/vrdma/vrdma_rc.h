@@ -165,6 +165,8 @@ struct vrdma_rc_req {
 	u8 db_unpaid;		/* holds in a row that gathered nothing */
 	/* packets of this run not sent yet: empty outside rc->lock */
 	struct vrdma_batch batch;
+	/* the payload's MR, kept for one run's packets (vrdma_rc_run_at()) */
+	struct vrdma_mr_hint mr_hint;
 };
 
 /* The responder: the messages we receive and the responses we owe. */
@@ -191,6 +193,8 @@ struct vrdma_rc_resp {
 	u32 srq_taken;
 	struct vrdma_rqe *srq_rqe;
 	struct vrdma_rmsg rmsg[VRDMA_RC_MSGS];
+	/* a WRITE's MR, kept for one receive run (vrdma_rc_rx_conn()) */
+	struct vrdma_mr_hint mr_hint;
 };
 
 /* Moves the QP to ERR; 0, or -EAGAIN to be called again (vrdma_qp.c). */

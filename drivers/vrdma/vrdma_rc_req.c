@@ -599,12 +599,12 @@ static bool vrdma_req_frags(struct vrdma_rc_conn *rc,
 		return false;
 	if (tm->kind == VRDMA_TMSG_READ_RESP)
 		return vrdma_mr_frags(rc->qp, tm->rkey, IB_ACCESS_REMOTE_READ,
-				      tm->va + off, len, fr);
+				      tm->va + off, len, fr, &rc->req.mr_hint);
 	if (!sw || (sw->sqe.flags & VRDMA_WQE_INLINE) ||
 	    (h->opcode != VT_OP_SEND && h->opcode != VT_OP_WRITE))
 		return false;
 	return vrdma_sge_frags(rc->qp, sw->sqe.sge, sw->sqe.num_sge, off, len,
-			       fr);
+			       fr, &rc->req.mr_hint);
 }
 
 /*

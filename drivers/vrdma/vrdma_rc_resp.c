@@ -558,8 +558,8 @@ static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 
 /*
  * WRITE: every packet's own range must lie in the MR, which *@mrp then
- * holds for the placement (caller holds RCU from here to there: one
- * lookup per packet). A zero-length WRITE needs no rkey (IBA C9-88):
+ * holds for the placement (caller holds RCU from here to there; the
+ * key is looked up once per run, vrdma_mr_lookup()'s hint). A zero-length WRITE needs no rkey (IBA C9-88):
  * UCX flushes an RC QP with one, rkey 0.
  */
 static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
@@ -569,7 +569,8 @@ static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
 	if (h->opcode != VT_OP_WRITE || !h->msg_len)
 		return VT_NACK_NONE;
 	*mrp = vrdma_mr_lookup(rc->qp, h->rkey, IB_ACCESS_REMOTE_WRITE,
-			       h->va + h->msg_off, h->payload_len);
+			       h->va + h->msg_off, h->payload_len,
+			       &rc->resp.mr_hint);
 	return *mrp ? VT_NACK_NONE : VT_NACK_REM_ACCESS;
 }
 
@@ -657,15 +658,17 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 	/* the peer's first message may start where we were never told */
 	if (!h->msg_id && !h->msg_off && (h->flags & VT_F_SOM))
 		vt_rx_adopt_psn(&rc->vt, h->psn);
-	/* one RCU section: the MR the check finds is the one placed into */
-	rcu_read_lock();
+	/*
+	 * The run's RCU section (vrdma_rc_rx_conn()): the MR the check
+	 * finds is the one placed into.
+	 */
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "receive outside its run");
 	if (vt_rx_is_new(&rc->vt, h->psn))
 		nack = vrdma_resp_check(rc, h, skb, &rm, &mr);
 
 	vt_rx_on_data(&rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
 		vrdma_resp_execute(rc, h, rm, mr, skb);
-	rcu_read_unlock();
 	vrdma_resp_complete(rc, v.msgs_done);
 	/*
 	 * An ACK for accepted data waits for the end of the run (the core

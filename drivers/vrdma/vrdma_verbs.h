@@ -372,16 +372,35 @@ static inline void vrdma_frags_init(struct vrdma_frags *fr)
 	fr->len = 0;
 }
 
+/*
+ * The MR a key last resolved to on a connection's data path, for the
+ * next packets of the same hold of its lock (vrdma_mr_get_hint()): a
+ * 64 KB message is ~46 packets of one key. The lock's owner clears it
+ * when a hold begins (vrdma_mr_hint_clear()).
+ */
+struct vrdma_mr_hint {
+	struct vrdma_mr *mr;		/* NULL: none */
+	u32 key;
+	int access;
+};
+
+static inline void vrdma_mr_hint_clear(struct vrdma_mr_hint *hint)
+{
+	hint->mr = NULL;
+}
+
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len);
 struct vrdma_mr *vrdma_mr_lookup(struct vrdma_qp *qp, u32 key, int access,
-				 u64 iova, u64 len);
+				 u64 iova, u64 len,
+				 struct vrdma_mr_hint *hint);
 int vrdma_mr_write(struct vrdma_mr *mr, u64 iova, struct vrdma_buf *b,
 		   u32 len);
 int vrdma_mr_rw(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		struct vrdma_buf *b, u32 len, bool to_mr);
 bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
-		    u32 len, struct vrdma_frags *fr);
+		    u32 len, struct vrdma_frags *fr,
+		    struct vrdma_mr_hint *hint);
 void vrdma_frags_put(struct vrdma_frags *fr);
 int vrdma_mr_atomic(struct vrdma_qp *qp, u32 rkey, u64 iova,
 		    const struct vt_atomic *a, u64 *orig);
@@ -393,7 +412,8 @@ enum ib_wc_status vrdma_sge_copy(struct vrdma_qp *qp,
 				 u32 off, struct vrdma_buf *b, u32 len,
 				 bool to_mr);
 bool vrdma_sge_frags(struct vrdma_qp *qp, const struct vrdma_sge *sge,
-		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr);
+		     u32 nsge, u32 off, u32 len, struct vrdma_frags *fr,
+		     struct vrdma_mr_hint *hint);
 u64 vrdma_sge_total(const struct vrdma_sge *sge, u32 nsge);
 
 #endif /* VRDMA_VERBS_H */

@@ -212,6 +212,7 @@ static bool can_send(const struct vt_conn *c)
 	return retx_allowed(c) || c->tx.tlp_pending || new_allowed(c);
 }
 
+
 /*
  * The loss timers among the wakeups (RTO, tail loss probe): deadlines that
  * act only when a packet or its ACK is lost, so a platform may serve them
@@ -1038,6 +1039,7 @@ static bool tlp_target(struct vt_tx *t, u32 *out)
 int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 {
 	struct vt_tx *t = &c->tx;
+	bool retx, fresh;	/* each tested once: a call per packet */
 	u32 psn;
 
 	memset(d, 0, sizeof(*d));
@@ -1052,12 +1054,15 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 		d->wake_at = vt_tx_next_wakeup(c);
 		return d->action;
 	}
-	if (can_send(c) && (now < t->rnr_until || now < t->next_send_ts)) {
+	retx = retx_allowed(c);
+	fresh = new_allowed(c);
+	if ((retx || t->tlp_pending || fresh) &&
+	    (now < t->rnr_until || now < t->next_send_ts)) {
 		d->action = VT_TX_WAIT;
 		d->wake_at = vt_tx_next_wakeup(c);
 		return d->action;
 	}
-	if (retx_allowed(c)) {
+	if (retx) {
 		for (psn = t->retx_hint; psn != t->snd_nxt; psn++) {
 			if (slot(t, psn)->flags & VT_PKT_LOST) {
 				t->retx_hint = psn + 1;
@@ -1079,7 +1084,7 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 		 * nearly every tail loss the probe had already repaired.
 		 */
 		t->rto_deadline = now + vt_tx_rto(c);
-		if (new_allowed(c)) {
+		if (fresh) {
 			do_send(c, now, d);
 			d->flags |= VT_F_ACKREQ;
 			t->lazy_out = false;
@@ -1090,7 +1095,7 @@ int vt_tx_poll(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 			return d->action;
 		}
 	}
-	if (new_allowed(c)) {
+	if (fresh) {
 		do_send(c, now, d);
 		return d->action;
 	}
