@@ -4,7 +4,8 @@
  * (and re-registered), and fast-registration MRs for kernel consumers (alloc_mr + map_mr_sg);
  * and every data-path access to them: one check of PD, key, rights and
  * range (vrdma_mr_get, as siw_check_mem), copies to and from MRs and
- * scatter/gather lists, remote atomics, REG_MR and invalidation.
+ * scatter/gather lists, REG_MR and invalidation (remote atomics:
+ * vrdma_atomic.c).
  *
  * Keys: the upper 24 bits index the device's MR xarray (allocated
  * cyclically from a random start), the low 8 bits are random and change
@@ -335,12 +336,6 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 }
 
 /* ---- data-path access ----------------------------------------------- */
-
-/*
- * Remote atomics execute under one lock for all devices (IB_ATOMIC_HCA,
- * as rxe): atomic against each other, not against the CPUs.
- */
-static DEFINE_SPINLOCK(vrdma_atomic_lock);
 
 #define VRDMA_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
 			     IB_ACCESS_REMOTE_ATOMIC)
@@ -678,73 +673,6 @@ bool vrdma_mr_frags(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		fr->f[n0 - 1].len = last0;
 	fr->len = len0;
 	return false;
-}
-
-/* The kernel address of the 8 aligned bytes at @iova of @mr, or NULL. */
-static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **map)
-{
-	struct sg_page_iter piter;
-	u64 pos, psz, idx;
-
-	*map = NULL;
-	switch (mr->type) {
-	case VRDMA_MR_DMA:
-		return (u64 *)(uintptr_t)iova;
-	case VRDMA_MR_USER:
-		pos = iova - mr->ibmr.iova + ib_umem_offset(mr->umem);
-		for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter,
-				      pos >> PAGE_SHIFT) {
-			*map = kmap_local_page(sg_page_iter_page(&piter));
-			return *map + (pos & ~PAGE_MASK);
-		}
-		return NULL;
-	case VRDMA_MR_FAST:
-		psz = mr->ibmr.page_size;
-		pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));
-		idx = div64_u64(pos, psz);
-		if (idx >= mr->npages)
-			return NULL;
-		return (u64 *)(uintptr_t)(mr->pages[idx] + pos - idx * psz);
-	}
-	return NULL;
-}
-
-/*
- * Execute a remote atomic on the 8 aligned bytes at @iova of the MR of
- * @rkey; @orig gets the value before. 0 or -EFAULT. BHs are off (the
- * caller holds its connection's lock).
- */
-int vrdma_mr_atomic(struct vrdma_qp *qp, u32 rkey, u64 iova,
-		    const struct vt_atomic *a, u64 *orig)
-{
-	struct vrdma_mr *mr;
-	void *map = NULL;
-	u64 *p = NULL;
-
-	if (iova & 7)
-		return -EFAULT;
-	rcu_read_lock();
-	mr = vrdma_mr_get(qp, rkey, IB_ACCESS_REMOTE_ATOMIC, iova, 8);
-	if (mr)
-		p = vrdma_mr_word(mr, iova, &map);
-	/* an MR whose iova and address differ in alignment: refuse */
-	if (p && !((uintptr_t)p & 7)) {
-		spin_lock(&vrdma_atomic_lock);
-		*orig = READ_ONCE(*p);
-		if (a->op == VT_ATOMIC_CMP_SWP) {
-			if (*orig == a->compare)
-				WRITE_ONCE(*p, a->swap_add);
-		} else {
-			WRITE_ONCE(*p, *orig + a->swap_add);
-		}
-		spin_unlock(&vrdma_atomic_lock);
-	} else {
-		p = NULL;
-	}
-	if (map)
-		kunmap_local(map);
-	rcu_read_unlock();
-	return p ? 0 : -EFAULT;
 }
 
 /*
