@@ -74,9 +74,11 @@ cmp_pair "rstream 4 KB x100, async" 100 rstream -b "$H1_IP" -S 4096 -C 100 -T a 
 cmp_pair "riostream 64 KB x100 (rsockets, riowrite)" 100 riostream -b "$H1_IP" -S 65536 -C 100 -- \
 	riostream -s "$H1_IP" -S 65536 -C 100
 # mckey: the receiver joins first, then the sender's datagrams reach it
+# (they are not resent). The sender waits 3 s after its own join before it
+# sends; the receiver starts 3 s earlier, 6 s for a local join.
 ip netns exec "$H1" timeout -k 2 60 mckey -m 239.1.1.1 -b "$H1_IP" -C 20 >"$DP_OUT.srv" 2>&1 &
 pid=$!
-sleep 2
+sleep 3
 ip netns exec "$H2" timeout -k 2 60 mckey -m 239.1.1.1 -b "$H2_IP" -s -C 20 >"$DP_OUT" 2>&1
 rc=$?
 wait "$pid"
