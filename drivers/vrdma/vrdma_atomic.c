@@ -5,7 +5,6 @@
  */
 #include <linux/highmem.h>
 #include <linux/math64.h>
-#include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -23,7 +22,7 @@ static DEFINE_SPINLOCK(vrdma_atomic_lock);
 /* The kernel address of the 8 aligned bytes at @iova of @mr, or NULL. */
 static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **map)
 {
-	struct sg_page_iter piter;
+	struct page *page;
 	u64 pos, psz, idx;
 
 	*map = NULL;
@@ -32,12 +31,11 @@ static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **map)
 		return (u64 *)(uintptr_t)iova;
 	case VRDMA_MR_USER:
 		pos = iova - mr->ibmr.iova + ib_umem_offset(mr->umem);
-		for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter,
-				      pos >> PAGE_SHIFT) {
-			*map = kmap_local_page(sg_page_iter_page(&piter));
-			return *map + (pos & ~PAGE_MASK);
-		}
-		return NULL;
+		page = vrdma_umem_page(mr, pos);
+		if (!page)
+			return NULL;
+		*map = kmap_local_page(page);
+		return *map + (pos & ~PAGE_MASK);
 	case VRDMA_MR_FAST:
 		psz = mr->ibmr.page_size;
 		pos = iova - mr->ibmr.iova + (mr->ibmr.iova & (psz - 1));

@@ -497,7 +497,7 @@ static void vrdma_copy(void *mem, struct vrdma_buf *b, u32 n, bool to_mr)
 }
 
 /* The page of byte @pos of a user MR's umem (counted from its first page). */
-static struct page *vrdma_umem_page(struct vrdma_mr *mr, u64 pos)
+struct page *vrdma_umem_page(struct vrdma_mr *mr, u64 pos)
 {
 	struct sg_page_iter piter;
 	u64 idx = pos >> PAGE_SHIFT;

@@ -391,6 +391,7 @@ static inline void vrdma_mr_hint_clear(struct vrdma_mr_hint *hint)
 
 bool vrdma_mr_check(struct vrdma_qp *qp, u32 key, int access, u64 iova,
 		    u64 len);
+struct page *vrdma_umem_page(struct vrdma_mr *mr, u64 pos);
 struct vrdma_mr *vrdma_mr_lookup(struct vrdma_qp *qp, u32 key, int access,
 				 u64 iova, u64 len,
 				 struct vrdma_mr_hint *hint);
