@@ -39,9 +39,9 @@ static char *cc = "swift";
 module_param(cc, charp, 0644);
 MODULE_PARM_DESC(cc, "congestion control of new RC QPs: swift (default), dcqcn, gbn (Soft-RoCE-like baseline)");
 
-static uint swift_target_us = 100;
+static uint swift_target_us = 500;
 module_param(swift_target_us, uint, 0644);
-MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 100)");
+MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 500)");
 
 static uint swift_compete_rtts;
 module_param(swift_compete_rtts, uint, 0644);

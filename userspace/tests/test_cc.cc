@@ -414,7 +414,7 @@ TEST(ConfigProfiles, VmIsTheDefaultsPlusTheKernelsVmSettings)
 	vt_config_vm(&vm);
 	EXPECT_EQ(vt_config_check(&vm), 0);
 	EXPECT_EQ(vm.swift_queue_delay, 1u);
-	EXPECT_EQ(vm.swift_target_ns, 100 * US);
+	EXPECT_EQ(vm.swift_target_ns, 500 * US);
 	EXPECT_EQ(vm.swift_min_cwnd_fp, VT_FP_ONE);
 	EXPECT_EQ(vm.ack_delay_ns, 100 * US);
 	EXPECT_EQ(vm.lazy_ack_delay_ns, 1000 * US);	// lazy_ack_delay_us
@@ -613,9 +613,10 @@ TEST(SwiftCompete, TheKernelProfileFloorCounts)
 		c->ops->on_ack(c.get(), &s);
 	};
 	on_ack(10 * US, 10 * US);	// the base delay (queue-delay mode)
-	// a queue above the target, growing 5 us per 20 us, for 1.4 ms
-	for (uint64_t t = 100; t <= 1500; t += 20)
-		on_ack(t * US, 10 * US + t0 + (t - 100) / 4 * US);
+	// a queue above the target, growing by 2.9 targets in 2.9 ms (the
+	// mode asks for growth of at least one target and its jitter term)
+	for (uint64_t t = 100; t <= 3000; t += 20)
+		on_ack(t * US, 10 * US + t0 + (t - 100) * t0 / 1000);
 	EXPECT_TRUE(c->tx.cc.swift.compete);
 	EXPECT_GT(c->tx.cwnd_fp, VT_FP_ONE);
 	// above the floor, no competition is detected
