@@ -14,6 +14,7 @@
  */
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
+#include <linux/stringify.h>
 #include <net/inet_ecn.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
@@ -39,9 +40,10 @@ static char *cc = "swift";
 module_param(cc, charp, 0644);
 MODULE_PARM_DESC(cc, "congestion control of new RC QPs: swift (default), dcqcn, gbn (Soft-RoCE-like baseline)");
 
-static uint swift_target_us = 500;
+static uint swift_target_us = VT_VM_SWIFT_TARGET_US;
 module_param(swift_target_us, uint, 0644);
-MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default 500)");
+MODULE_PARM_DESC(swift_target_us, "Swift target queueing delay, us (default "
+		 __stringify(VT_VM_SWIFT_TARGET_US) ")");
 
 static uint swift_compete_rtts;
 module_param(swift_compete_rtts, uint, 0644);

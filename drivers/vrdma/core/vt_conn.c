@@ -83,14 +83,15 @@ void vt_config_vm(struct vt_config *cfg)
 	cfg->rx_wnd = 256;
 	cfg->swift_queue_delay = 1;
 	/*
-	 * 500 us: a software path drains in bursts (a vCPU takes a batch
-	 * of packets per softirq, a delay qdisc releases them per timer),
-	 * and with 100 us that burst read as a queue and held the window
+	 * 500 us (VT_VM_SWIFT_TARGET_US): a software path drains in
+	 * bursts (a vCPU takes a batch of packets per softirq, a delay
+	 * qdisc releases them per timer), and with 100 us that burst
+	 * read as a queue and held the window
 	 * below what the receiver takes: 64 KB WRITE at netem 100 us
 	 * delay 0.35 -> 0.54 Gb/s, 1 % loss 0.44-0.74 -> 0.75-0.83,
 	 * lossless level (docs/benchmarks.md, "The queue-delay target").
 	 */
-	cfg->swift_target_ns = 500000;
+	cfg->swift_target_ns = VT_VM_SWIFT_TARGET_US * 1000ULL;
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
 	cfg->ack_delay_ns = 100000;
 	/*
