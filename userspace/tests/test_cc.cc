@@ -241,6 +241,37 @@ TEST_F(Swift, QueueDelayModeIgnoresTheBaseDelay)
 	EXPECT_EQ(c->tx.cc.swift.min_delay, 1500 * US);
 }
 
+// The standing delay spans the window before as well: a spike that opens
+// a new srtt/2 window is no queue while the window just ended saw the
+// base, a queue that lasts both windows still cuts, and after a pause the
+// old window's minimum no longer counts.
+TEST_F(Swift, StandingDelayOutlivesAWindowStart)
+{
+	cfg.swift_queue_delay = 1;
+	cfg.swift_jitter_mult = 0;
+	c = make_conn(cfg);
+	c->tx.srtt = 2000 * US;
+	c->tx.cwnd_fp = 10 << VT_FP_SHIFT;
+	for (int i = 0; i < 5; i++)
+		ack(i * 200 * US, 2000 * US);
+	uint32_t before = c->tx.cwnd_fp;
+	ack(1100 * US, 2900 * US); // opens a window: 900 us above the base
+	EXPECT_GT(c->tx.cwnd_fp, before) << "a window's first sample read as the queue";
+	EXPECT_EQ(c->stats[VT_STAT_CC_DECREASES], 0u);
+	// the queue stands for the whole window and the next: a cut
+	for (int i = 1; i <= 5; i++)
+		ack(1100 * US + i * 200 * US, 2100 * US);
+	before = c->tx.cwnd_fp;
+	ack(2200 * US, 2100 * US); // the next window; both saw +100 us
+	EXPECT_EQ(c->tx.cwnd_fp, md(before, 100 * US));
+	// a pause of two windows: only what follows it counts
+	c->tx.cc.swift.last_decrease = VT_NEVER;
+	before = c->tx.cwnd_fp;
+	ack(10000 * US, 2050 * US);
+	EXPECT_EQ(c->tx.cc.swift.stand_prev, 0u);
+	EXPECT_EQ(c->tx.cwnd_fp, md(before, 50 * US));
+}
+
 // Queue-delay mode on a path whose delay spreads over milliseconds (netem
 // 2 ms +- 1 ms each way): the minimum of a few samples stays far above the
 // base, which the jitter term absorbs; a queue that builds smoothly on top

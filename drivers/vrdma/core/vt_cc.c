@@ -53,6 +53,33 @@ static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
 }
 
 /*
+ * The standing delay: the smallest sample of the last srtt/2 at least (as
+ * Copa's), kept as the minimum of the current srtt/2 window and of the one
+ * before it. Restarting from the window's first sample alone, as this did,
+ * read that one sample as the standing delay whenever a window began: on a
+ * path whose samples spread over milliseconds (netem's 100 us +- 20 us
+ * delay under TCG: srtt 2.5 ms, rttvar 2.1 ms) a spike at a window's start
+ * cut the window about once per RTT. The window before counts only while
+ * it is the one just ended: after a pause its minimum says nothing.
+ */
+static u64 swift_standing(struct vt_conn *c, u64 now, u64 d)
+{
+	u64 *stand = &c->tx.cc.swift.stand_delay;
+	u64 *start = &c->tx.cc.swift.stand_start;
+	u64 *prev = &c->tx.cc.swift.stand_prev;
+	u64 half = c->tx.srtt / 2;
+
+	if (!*stand || now - *start > half) {
+		*prev = *stand && now - *start <= 2 * half ? *stand : 0;
+		*stand = d;
+		*start = now;
+	} else if (d < *stand) {
+		*stand = d;
+	}
+	return *prev && *prev < *stand ? *prev : *stand;
+}
+
+/*
  * Queue-delay mode: the standing queueing delay, and a target raised by the
  * jitter of the path.  The base RTT of a VM path is unknown and often far
  * above the target (vswitch, virtio, emulation): use the delay above the
@@ -69,8 +96,6 @@ static u64 swift_queue_delay(struct vt_conn *c, const struct vt_cc_sample *s,
 			     u64 *target)
 {
 	u64 *base = &c->tx.cc.swift.min_delay;
-	u64 *stand = &c->tx.cc.swift.stand_delay;
-	u64 *start = &c->tx.cc.swift.stand_start;
 	u64 *prev = &c->tx.cc.swift.prev_delay;
 	u64 *jit = &c->tx.cc.swift.jitter;
 	u64 d = s->delay_ns, diff;
@@ -83,13 +108,7 @@ static u64 swift_queue_delay(struct vt_conn *c, const struct vt_cc_sample *s,
 	*target += c->cfg.swift_jitter_mult * *jit;
 	if (!*base || d < *base)
 		*base = d ? d : 1;
-	if (!*stand || s->now - *start > c->tx.srtt / 2) {
-		*stand = d;
-		*start = s->now;
-	} else if (d < *stand) {
-		*stand = d;
-	}
-	return *stand - *base;
+	return swift_standing(c, s->now, d) - *base;
 }
 
 /* floor(sqrt(x)), bit by bit: no floating point in the core */

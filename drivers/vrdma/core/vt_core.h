@@ -319,8 +319,9 @@ struct vt_tx {
 		struct {
 			u64 last_decrease;
 			u64 min_delay;	/* swift_queue_delay: base */
-			u64 stand_delay; /* min over the last srtt/2 */
-			u64 stand_start;
+			u64 stand_delay; /* min since stand_start */
+			u64 stand_start; /* the current srtt/2 window */
+			u64 stand_prev;	/* min of the window before, or 0 */
 			u64 prev_delay;	/* previous raw sample */
 			u64 jitter;	/* EWMA of |sample - previous| */
 			bool low_delay;	/* last verdict: delay below target */
