@@ -73,13 +73,15 @@ static uint tx_coalesce_us = 50;
 module_param(tx_coalesce_us, uint, 0644);
 MODULE_PARM_DESC(tx_coalesce_us, "a user RC QP's doorbell for a small SEND or WRITE posted while earlier messages are in flight and no data came in since is held back at most this many us (or until VRDMA_SQ_DB_EVERY WQEs wait), so that the messages leave together (default 50); 0: off");
 
-static uint ack_delay_us = 100;
+static uint ack_delay_us = VT_VM_ACK_DELAY_US;
 module_param(ack_delay_us, uint, 0644);
-MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default 100)");
+MODULE_PARM_DESC(ack_delay_us, "longest delay of a coalesced ACK, us (default "
+		 __stringify(VT_VM_ACK_DELAY_US) ")");
 
-static uint lazy_ack_delay_us = 1000;
+static uint lazy_ack_delay_us = VT_VM_LAZY_ACK_DELAY_US;
 module_param(lazy_ack_delay_us, uint, 0644);
-MODULE_PARM_DESC(lazy_ack_delay_us, "longest delay of the ACK of unsignaled SENDs and WRITEs, which nobody waits for, us (default 1000)");
+MODULE_PARM_DESC(lazy_ack_delay_us, "longest delay of the ACK of unsignaled SENDs and WRITEs, which nobody waits for, us (default "
+		 __stringify(VT_VM_LAZY_ACK_DELAY_US) ")");
 
 /*
  * A QP's packets leave from one UDP source port per path slot, so that a

@@ -93,7 +93,7 @@ void vt_config_vm(struct vt_config *cfg)
 	 */
 	cfg->swift_target_ns = VT_VM_SWIFT_TARGET_US * 1000ULL;
 	cfg->swift_min_cwnd_fp = VT_FP_ONE;
-	cfg->ack_delay_ns = 100000;
+	cfg->ack_delay_ns = VT_VM_ACK_DELAY_US * 1000ULL;
 	/*
 	 * A batch is many packets (up to 32 on a veth, 6-7 copy-free ones
 	 * where the netdev takes no frag list): ACKing each made as many ACK
@@ -106,7 +106,7 @@ void vt_config_vm(struct vt_config *cfg)
 	 */
 	cfg->ack_batch_end = 0;
 	/* unsignaled small messages: an ACK per 16, not per timer */
-	cfg->lazy_ack_delay_ns = 1000000;
+	cfg->lazy_ack_delay_ns = VT_VM_LAZY_ACK_DELAY_US * 1000ULL;
 	cfg->path_burst = 32;	/* the module's VRDMA_BATCH_MAX */
 	cfg->tx_defer_pkts = 16;	/* a batch: one UDP GSO skb */
 	/*

@@ -380,6 +380,9 @@ void vt_config_default(struct vt_config *cfg);
 void vt_config_vm(struct vt_config *cfg);
 /* vt_config_vm()'s Swift target, us: also the module parameter's default */
 #define VT_VM_SWIFT_TARGET_US	500
+/* and its ACK delays, us: also the module parameters' defaults */
+#define VT_VM_ACK_DELAY_US	100
+#define VT_VM_LAZY_ACK_DELAY_US	1000
 int vt_config_check(const struct vt_config *cfg);
 int vt_conn_init(struct vt_conn *c, const struct vt_config *cfg,
 		 u32 local_id, u32 remote_id, u32 init_psn, u32 peer_psn,
