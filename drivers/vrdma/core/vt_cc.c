@@ -111,7 +111,6 @@ static u64 swift_queue_delay(struct vt_conn *c, const struct vt_cc_sample *s,
 	return swift_standing(c, s->now, d) - *base;
 }
 
-/* floor(sqrt(x)), bit by bit: no floating point in the core */
 /*
  * floor(sqrt(@x)), by Newton's method from a power of two at or above the
  * root: the steps fall monotonically to it, in 5-6 divisions. Swift's
