@@ -53,14 +53,12 @@ static void swift_decrease(struct vt_conn *c, u64 now, u32 factor_fp)
 }
 
 /*
- * The standing delay: the smallest sample of the last srtt/2 at least (as
- * Copa's), kept as the minimum of the current srtt/2 window and of the one
- * before it. Restarting from the window's first sample alone, as this did,
- * read that one sample as the standing delay whenever a window began: on a
- * path whose samples spread over milliseconds (netem's 100 us +- 20 us
- * delay under TCG: srtt 2.5 ms, rttvar 2.1 ms) a spike at a window's start
- * cut the window about once per RTT. The window before counts only while
- * it is the one just ended: after a pause its minimum says nothing.
+ * The standing delay: the smallest sample of at least the last srtt/2 (as
+ * Copa's), the smaller of the current srtt/2 window's minimum and the one
+ * before it, so that a window's first sample alone is never the verdict (a
+ * spike there cut the window about once per RTT where samples spread over
+ * milliseconds). The window before counts only while it is the one just
+ * ended: after a pause its minimum says nothing.
  */
 static u64 swift_standing(struct vt_conn *c, u64 now, u64 d)
 {
@@ -84,7 +82,8 @@ static u64 swift_standing(struct vt_conn *c, u64 now, u64 d)
  * jitter of the path.  The base RTT of a VM path is unknown and often far
  * above the target (vswitch, virtio, emulation): use the delay above the
  * smallest sample seen (as NSCC), and take the standing delay, the minimum
- * over the last srtt/2 (as Copa), so that host jitter, which lifts single
+ * over at least the last srtt/2 (as Copa: swift_standing()), so that host
+ * jitter, which lifts single
  * samples but not every sample of half an RTT, is not read as a queue.
  * Jitter wider than that (a VM whose delays spread over milliseconds)
  * still lifts the minimum of a few samples: the target grows by
