@@ -23,6 +23,9 @@
 # LAT_GRAPH_VRDMA / LAT_GRAPH_RXE: another root for it than post_send
 # (e.g. vrdma_udp_encap_rcv / rxe_udp_encap_recv: the receive side;
 # vrdma_udp_data_ready with rx_encap=N).
+# LAT_PROG: another perftest latency tool than ib_send_lat (ib_read_lat,
+# ib_write_lat; only the client rings doorbells in a READ ping, so read
+# its LAT_DUMP, not the halves).
 # LAT_BW=SIZE (with LAT_GRAPH): ib_send_bw of SIZE-byte messages, LAT_ITERS
 # of them, instead of the ping-pong: where a message's time goes at rate.
 . "$VRDMA_ROOT/selftests/vrdma/lib.sh" >/dev/null
@@ -176,11 +179,11 @@ run_one() {	# DRIVER LABEL
 		# shellcheck disable=SC2086 # lists of functions
 		trace_on $fns $fn_net ${LAT_EXTRA:-}
 	fi
-	local prog=ib_send_lat size=2
+	local prog=${LAT_PROG:-ib_send_lat} size=2
 	[ -n "${LAT_BW:-}" ] && prog=ib_send_bw size=$LAT_BW
-	timeout 120 $prog -d "$t"_w2 -F -p $port -x "$idx" -s "$size" -n "$iters" >/tmp/srv.out 2>&1 &
+	timeout 120 "$prog" -d "$t"_w2 -F -p $port -x "$idx" -s "$size" -n "$iters" >/tmp/srv.out 2>&1 &
 	sleep 1
-	timeout 120 $prog -d "$t"_w1 -F -p $port -x "$idx" -s "$size" -n "$iters" "$W2_IP" >/tmp/cli.out 2>&1
+	timeout 120 "$prog" -d "$t"_w1 -F -p $port -x "$idx" -s "$size" -n "$iters" "$W2_IP" >/tmp/cli.out 2>&1
 	wait
 	echo 0 >$T/tracing_on
 	port=$((port + 1))
