@@ -348,6 +348,22 @@ static void vrdma_rc_hold_end(struct vrdma_rc_conn *rc, u64 now, u32 taken)
 }
 
 /*
+ * A READ or atomic response of one packet is owed: the ACK its request
+ * asked for may go right behind it, in its skb, not in an skb of its own
+ * that the requester must take first, on its way to the response it
+ * waits for (docs/benchmarks.md, "The READ ping-pong"). Behind a longer
+ * response the ACK would wait for a batch of it: it goes first.
+ */
+static bool vrdma_rc_short_resp_owed(const struct vrdma_rc_conn *rc)
+{
+	const struct vrdma_rc_resp *resp = &rc->resp;
+
+	return resp->rdq_head != resp->rdq_tail &&
+	       resp->rdq[resp->rdq_head % VRDMA_RC_READS].len <=
+	       rc->vt.cfg.mtu;
+}
+
+/*
  * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
@@ -359,6 +375,7 @@ static void vrdma_rc_hold_end(struct vrdma_rc_conn *rc, u64 now, u32 taken)
 bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 {
 	struct vt_tx_decision d vrdma_noinit;	/* vt_tx_poll() clears it */
+	bool ack_after = false;
 	int n;
 
 	lockdep_assert_held(&rc->lock);
@@ -369,8 +386,12 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 			vrdma_rc_late(rc, now);
 		vt_tx_on_timer(&rc->vt, now);
 	}
-	if (vt_rx_ack_due(&rc->vt, now))
-		vrdma_resp_send_ack(rc, now);
+	if (vt_rx_ack_due(&rc->vt, now)) {
+		if (vrdma_rc_short_resp_owed(rc))
+			ack_after = true;
+		else
+			vrdma_resp_send_ack(rc, now);
+	}
 	if (rc->req.resp_deadline && now >= rc->req.resp_deadline)
 		vrdma_req_resp_expired(rc);
 	vrdma_req_take_reads(rc);
@@ -404,6 +425,10 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 		vt_tx_poll(&rc->vt, now, &d);
 		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
 			vrdma_req_xmit_data(rc, &d);
+			if (ack_after) {
+				ack_after = false;
+				vrdma_resp_send_ack(rc, now);
+			}
 			continue;
 		}
 		if (d.action == VT_TX_ERROR)
@@ -420,7 +445,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 	 * path (~20 us a round trip under TCG) in front of the reply
 	 * (docs/benchmarks.md, "Lazy ACKs"). In the data's skb where it fits.
 	 */
-	if (n && vt_rx_ack_pending(&rc->vt))
+	if ((n || ack_after) && vt_rx_ack_pending(&rc->vt))
 		vrdma_resp_send_ack(rc, now);
 	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	vrdma_rc_arm(rc, now);
