@@ -235,6 +235,19 @@ if both_ways "ACKs in data"; then
 		ktap_fail "ACKs in data: no ACK rode in a data skb"
 fi
 
+# a READ's ACK rides behind its one-packet response, in its skb, not ahead
+# of it on its own (docs/driver.md, same section): ib_read_lat's server
+# (the responder, vrdma1) carries nearly every one
+a0=$(dp_counter vrdma1 acks_in_data)
+if dp_pair 120 ib_read_lat -d vrdma1 -x "$G1" -s 64 -n 200 -- \
+	ib_read_lat -d vrdma2 -x "$G2" -s 64 -n 200 "$H1_IP"; then
+	a1=$(dp_counter vrdma1 acks_in_data)
+	[ $((a1 - a0)) -ge 150 ] && ktap_ok "READ's ACK behind its response: $((a1 - a0)) of 200 carried" ||
+		ktap_fail "READ's ACK behind its response: $((a1 - a0)) of 200 carried"
+else
+	ktap_fail "ib_read_lat -s 64 -n 200"
+fi
+
 txbatch=$(cat "$P/tx_batch")
 echo 1 >"$P/tx_batch"
 case_pp "control: tx_batch=1" 65536 0 0
