@@ -151,6 +151,7 @@ void vrdma_batch_add(struct vrdma_dev *vdev, struct vrdma_route *r,
 		     u32 buf_len, struct vrdma_frags *fr);
 void vrdma_batch_send(struct vrdma_dev *vdev, struct vrdma_route *r,
 		      struct vrdma_batch *b);
+bool vrdma_batch_on(void);
 bool vrdma_batch_room(const struct vrdma_batch *b, u32 len);
 
 /* vrdma_net.c */
@@ -182,6 +183,7 @@ struct vrdma_rx_cb {
 	u32 frag;
 	u32 frag_start;
 };
+
 static_assert(sizeof(struct vrdma_rx_cb) <= sizeof_field(struct sk_buff, cb));
 
 /* VRDMA_RX_CB's qpn of a steered ACK: it counts in no rx_steered */

@@ -64,6 +64,12 @@ static u32 vrdma_pkt_frags_max(const struct vrdma_batch *b, bool paged)
 	return 1 + (paged ? DIV_ROUND_UP(b->seg, PAGE_SIZE) + 1 : 0);
 }
 
+/* Runs of packets share skbs (tx_batch above 1). */
+bool vrdma_batch_on(void)
+{
+	return READ_ONCE(tx_batch) > 1;
+}
+
 /* @b is open and takes one more @len-byte packet on its path. */
 bool vrdma_batch_room(const struct vrdma_batch *b, u32 len)
 {

@@ -218,11 +218,11 @@ static void vrdma_rc_precise(struct vrdma_rc_conn *rc, u64 now)
 }
 
 /*
- * Arm the timer for the core's next deadline. A timer already queued for
- * that moment or earlier stays: firing early only runs the sender once
- * more, which re-arms it, while reprogramming the clock event for every
- * packet (the deadlines move with each ACK) costs a clock read and a
- * timer write each time.
+ * Arm the timer for the core's next deadline. A timer already queued to
+ * fire by the latest moment every deadline allows stays: firing early
+ * only runs the sender once more, which re-arms it, while reprogramming
+ * the clock event for every packet (the deadlines move with each ACK)
+ * costs a clock read and a timer write each time.
  *
  * On a connection that has not retransmitted for a second (retransmissions
  * proven needless not counted: vrdma_rc_precise()), the loss
@@ -234,8 +234,9 @@ static void vrdma_rc_precise(struct vrdma_rc_conn *rc, u64 now)
  * access and an interrupt each under TCG; docs/benchmarks.md, "Where a
  * ping-pong's time goes"). Where packets are being lost, the timers
  * are precise again: there a tail loss found a tick late cost the
- * ping-pong's p99 2.5-4x at 5% loss. The other deadlines (ACK delay,
- * pacing, RACK's reorder window, back-pressure) always keep their time.
+ * ping-pong's p99 2.5-4x at 5% loss. A lazy ACK hold has half its length
+ * (vt_rx_ack_slack()). The other deadlines (ACK delay, pacing, RACK's
+ * reorder window, back-pressure) always keep their time.
  */
 static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 {
@@ -247,7 +248,9 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	 */
 	u64 fine = rc->bp_until ? rc->bp_until : vt_tx_fine_wakeup(&rc->vt);
 	u64 loss = rc->bp_until ? VT_NEVER : vt_tx_loss_wakeup(&rc->vt);
-	u64 w, slack = 0;
+	u64 ack = vt_rx_next_wakeup(&rc->vt);
+	u64 ack_slack = vt_rx_ack_slack(&rc->vt);
+	u64 w, latest;
 
 	/*
 	 * A failed connection's deadlines stay where they were, in the
@@ -257,23 +260,31 @@ static void vrdma_rc_arm(struct vrdma_rc_conn *rc, u64 now)
 	 */
 	if (rc->error || rc->dead)
 		return;
-	fine = min(fine, vt_rx_next_wakeup(&rc->vt));
 	if (rc->req.db_due)
 		fine = min(fine, rc->req.db_due);
 	if (rc->req.resp_deadline)
 		loss = min(loss, rc->req.resp_deadline);
-	w = min(fine, loss);
+	w = min3(fine, loss, ack);
 	if (w == VT_NEVER)
 		return;
+	/* the latest the timer may fire and still serve every deadline */
 	vrdma_rc_precise(rc, now);
-	if (loss < fine && now >= rc->precise_until)
-		slack = min_t(u64, fine - loss, TICK_NSEC);
-	if (hrtimer_is_queued(&rc->timer) && rc->timer_at <= w &&
-	    rc->timer_end <= fine)
+	latest = min(fine, ack_slack ? ack + ack_slack : ack);
+	if (loss != VT_NEVER)
+		latest = min(latest, now >= rc->precise_until ?
+					     loss + TICK_NSEC : loss);
+	/*
+	 * A queued timer that fires by then serves them all, even one that
+	 * is due before it: each may be served that late. Moved for every
+	 * new deadline instead, it was armed twice a READ in a ping-pong
+	 * (the request's loss timers, the held ACK of its response), each
+	 * time programming the local APIC (docs/benchmarks.md, "The READ
+	 * ping-pong").
+	 */
+	if (hrtimer_is_queued(&rc->timer) && rc->timer_end <= latest)
 		return;
-	rc->timer_at = w;
-	rc->timer_end = w + slack;
-	hrtimer_start_range_ns(&rc->timer, ns_to_ktime(w), slack,
+	rc->timer_end = latest;
+	hrtimer_start_range_ns(&rc->timer, ns_to_ktime(w), latest - w,
 			       HRTIMER_MODE_ABS_SOFT);
 }
 
@@ -364,6 +375,21 @@ static bool vrdma_rc_short_resp_owed(const struct vrdma_rc_conn *rc)
 }
 
 /*
+ * An ACK is owed (due, or held for the run's data to carry) and the run's
+ * next packet opens a batch but is shorter than an ACK: a GSO skb's
+ * packets but its last are all of one size, so the ACK cannot follow it
+ * there. It goes in front of it instead, in the same skb, not in an skb
+ * of its own: a READ ping-pong's requester holds the ACK of each response
+ * until its next request (docs/benchmarks.md, "The READ ping-pong").
+ */
+static bool vrdma_rc_ack_first(const struct vrdma_rc_conn *rc,
+			       const struct vt_tx_decision *d)
+{
+	return !rc->req.batch.skb && VT_DATA_HDR_LEN + d->len < VT_ACK_LEN &&
+	       vt_rx_ack_pending(&rc->vt) && vrdma_batch_on();
+}
+
+/*
  * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
@@ -424,6 +450,10 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 			break;
 		vt_tx_poll(&rc->vt, now, &d);
 		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
+			if (vrdma_rc_ack_first(rc, &d)) {
+				ack_after = false;
+				vrdma_resp_send_ack_first(rc, now, d.entropy);
+			}
 			vrdma_req_xmit_data(rc, &d);
 			if (ack_after) {
 				ack_after = false;
@@ -588,8 +618,6 @@ void vrdma_rc_kick(struct vrdma_qp *qp)
 	vrdma_rc_run(rc);
 	vrdma_rc_unlock_bh(rc);
 }
-
-
 
 /* The packet comes from the connected peer's address (RC and UC). */
 bool vrdma_route_from_peer(const struct vrdma_route *r,

@@ -205,8 +205,7 @@ struct vrdma_rc_conn {
 	struct vrdma_qp *qp;
 	spinlock_t lock;		/* everything below; BH-safe */
 	struct hrtimer timer;
-	u64 timer_at;			/* expiry the timer was last armed for */
-	u64 timer_end;			/* and the latest it may fire (slack) */
+	u64 timer_end;			/* the latest the armed timer fires */
 	u64 retx_seen;			/* retransmissions not proven needless */
 	u64 precise_base;		/* and before the precise timers began */
 	u64 precise_until;		/* loss timers without slack until */
@@ -331,6 +330,8 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 void vrdma_resp_xmit_ack_on(struct vrdma_dev *vdev, struct vrdma_route *r,
 			    u32 qpn, const struct vt_ack *a);
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now);
+void vrdma_resp_send_ack_first(struct vrdma_rc_conn *rc, u64 now,
+			       u16 entropy);
 void vrdma_resp_replay_nack(struct vrdma_rc_conn *rc,
 			    const struct vt_data_hdr *h);
 void vrdma_resp_fail_check(struct vrdma_rc_conn *rc);

@@ -444,7 +444,14 @@ bool vrdma_req_sq_owed(const struct vrdma_rc_conn *rc)
 	       rc->req.sq_seen != READ_ONCE(rc->qp->sq.cons);
 }
 
-/* Queue the READ/atomic responses the responder owes. */
+/*
+ * Queue the READ/atomic responses the responder owes. One of a packet asks
+ * for no ACK (a lazy message): the requester holds it for its next request
+ * to carry, where an ACK of its own cost a READ ping-pong a fourth skb
+ * (docs/benchmarks.md, "The READ ping-pong"). Its loss then waits for the
+ * lazy allowance, unless the requester's retransmission of the request
+ * says so first (vrdma_resp_rx_data()).
+ */
 void vrdma_req_take_reads(struct vrdma_rc_conn *rc)
 {
 	struct vrdma_rc_resp *resp = &rc->resp;
@@ -456,7 +463,9 @@ void vrdma_req_take_reads(struct vrdma_rc_conn *rc)
 						  VRDMA_RC_READS];
 		u32 id = req->msg_next;
 
-		if (vt_tx_enqueue(&rc->vt, id, q->len))
+		if (vt_tx_enqueue_ex(&rc->vt, id, q->len,
+				     q->len <= rc->vt.cfg.mtu ?
+				     VT_MSG_LAZY_ACK : 0))
 			return;
 		req->tmsg[id % VRDMA_RC_MSGS] = *q;
 		req->msg_next++;
@@ -638,6 +647,7 @@ static void vrdma_req_ack_probe(struct vrdma_rc_conn *rc,
 			vrdma_net_sport(rc->qp->ibqp.qp_num, entropy), buf,
 			VT_DATA_HDR_LEN, fr);
 }
+
 /*
  * Build the packet of one SEND/RETX decision and add it to the run's
  * batch (sent by vrdma_rc_run_at() at the end of the run, or when the

@@ -59,6 +59,27 @@ static void vrdma_resp_xmit_ack(struct vrdma_rc_conn *rc,
 	vrdma_resp_xmit_ack_on(rc->qp->vdev, &rc->route, rc->qp->ibqp.qp_num, a);
 }
 
+/* @a into the run's batch on @sport's path; false: no buffer for it. */
+static bool vrdma_resp_ack_add(struct vrdma_rc_conn *rc,
+			       const struct vt_ack *a, __be16 sport)
+{
+	struct vrdma_frags fr vrdma_noinit;
+	void *buf;
+
+	vrdma_frags_init(&fr);
+	buf = vrdma_frag_alloc(VT_ACK_LEN);
+	if (!buf)
+		return false;
+	if (vt_ack_encode(a, buf, VT_ACK_LEN) < 0) {
+		skb_free_frag(buf);	/* lost, as on the wire */
+		return true;
+	}
+	vrdma_count(rc->qp->vdev, VRDMA_CNT_ACKS_IN_DATA, 1);
+	vrdma_batch_add(rc->qp->vdev, &rc->route, &rc->req.batch, sport, buf,
+			VT_ACK_LEN, &fr);
+	return true;
+}
+
 /*
  * The ACK as the last packet of the run's open batch, on the path of the
  * data before it: one skb through both stacks instead of two, and one
@@ -73,23 +94,9 @@ static bool vrdma_resp_ack_in_batch(struct vrdma_rc_conn *rc,
 				    const struct vt_ack *a)
 {
 	struct vrdma_batch *b = &rc->req.batch;
-	struct vrdma_frags fr vrdma_noinit;
-	void *buf;
 
-	vrdma_frags_init(&fr);
-	if (!vrdma_batch_room(b, VT_ACK_LEN))
-		return false;
-	buf = vrdma_frag_alloc(VT_ACK_LEN);
-	if (!buf)
-		return false;
-	if (vt_ack_encode(a, buf, VT_ACK_LEN) < 0) {
-		skb_free_frag(buf);	/* lost, as on the wire */
-		return true;
-	}
-	vrdma_count(rc->qp->vdev, VRDMA_CNT_ACKS_IN_DATA, 1);
-	vrdma_batch_add(rc->qp->vdev, &rc->route, b, b->sport, buf,
-			VT_ACK_LEN, &fr);
-	return true;
+	return vrdma_batch_room(b, VT_ACK_LEN) &&
+	       vrdma_resp_ack_add(rc, a, b->sport);
 }
 
 /*
@@ -106,6 +113,25 @@ void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now)
 		return;
 	vrdma_batch_send(rc->qp->vdev, &rc->route, &rc->req.batch);
 	vrdma_resp_xmit_ack(rc, &ack);
+}
+
+/*
+ * The ACK first in a new batch on the path of @entropy, that of the packet
+ * the run sends next, which is shorter than an ACK (a READ request, an
+ * atomic response: no payload or 8 bytes) and so cannot take it behind
+ * itself in a GSO skb. The peer takes both in one pass of its receive
+ * path, the ACK first.
+ */
+void vrdma_resp_send_ack_first(struct vrdma_rc_conn *rc, u64 now,
+			       u16 entropy)
+{
+	struct vt_ack ack vrdma_noinit;	/* vt_rx_build_ack() clears it */
+	__be16 sport = vrdma_net_sport(rc->qp->ibqp.qp_num, entropy);
+
+	vt_rx_build_ack(&rc->vt, now, &ack);
+	ack.dst_conn = rc->dest_qpn;
+	if (!vrdma_resp_ack_add(rc, &ack, sport))
+		vrdma_resp_xmit_ack(rc, &ack);
 }
 
 /*
@@ -559,8 +585,8 @@ static enum vt_nack_code vrdma_resp_check_op(struct vrdma_rc_conn *rc,
 /*
  * WRITE: every packet's own range must lie in the MR, which *@mrp then
  * holds for the placement (caller holds RCU from here to there; the
- * key is looked up once per run, vrdma_mr_lookup()'s hint). A zero-length WRITE needs no rkey (IBA C9-88):
- * UCX flushes an RC QP with one, rkey 0.
+ * key is looked up once per run, vrdma_mr_lookup()'s hint). A zero-length
+ * WRITE needs no rkey (IBA C9-88): UCX flushes an RC QP with one, rkey 0.
  */
 static enum vt_nack_code vrdma_resp_check_rkey(struct vrdma_rc_conn *rc,
 					       const struct vt_data_hdr *h,
@@ -667,6 +693,15 @@ void vrdma_resp_rx_data(struct vrdma_rc_conn *rc, struct sk_buff *skb,
 		nack = vrdma_resp_check(rc, h, skb, &rm, &mr);
 
 	vt_rx_on_data(&rc->vt, now, h, vrdma_resp_ce(skb), nack, &v);
+	/*
+	 * A request we answered, sent again: its response (or the ACK in
+	 * its skb) was lost. Resent now, not at the loss timers, which give
+	 * a one-packet response's ACK twice the lazy delay (vrdma_rc_req.c,
+	 * vrdma_req_take_reads()).
+	 */
+	if (v.result == VT_RX_DUP && (h->flags & VT_F_RETX) &&
+	    (h->opcode == VT_OP_READ_REQ || h->opcode == VT_OP_ATOMIC_REQ))
+		vt_tx_probe_now(&rc->vt, now);
 	if (v.result == VT_RX_ACCEPT && rm && rm->valid)
 		vrdma_resp_execute(rc, h, rm, mr, skb);
 	vrdma_resp_complete(rc, v.msgs_done);

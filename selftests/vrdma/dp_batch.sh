@@ -237,15 +237,36 @@ fi
 
 # a READ's ACK rides behind its one-packet response, in its skb, not ahead
 # of it on its own (docs/driver.md, same section): ib_read_lat's server
-# (the responder, vrdma1) carries nearly every one
+# (the responder, vrdma1) carries nearly every one. The response asks for
+# no ACK: the client (vrdma2) holds it and its next request carries it, in
+# front of the request (72 bytes of ACK do not fit behind its 56).
 a0=$(dp_counter vrdma1 acks_in_data)
+r0=$(dp_counter vrdma2 acks_in_data)
 if dp_pair 120 ib_read_lat -d vrdma1 -x "$G1" -s 64 -n 200 -- \
 	ib_read_lat -d vrdma2 -x "$G2" -s 64 -n 200 "$H1_IP"; then
 	a1=$(dp_counter vrdma1 acks_in_data)
+	r1=$(dp_counter vrdma2 acks_in_data)
 	[ $((a1 - a0)) -ge 150 ] && ktap_ok "READ's ACK behind its response: $((a1 - a0)) of 200 carried" ||
 		ktap_fail "READ's ACK behind its response: $((a1 - a0)) of 200 carried"
+	[ $((r1 - r0)) -ge 150 ] && ktap_ok "response's ACK in front of the next READ: $((r1 - r0)) of 200 carried" ||
+		ktap_fail "response's ACK in front of the next READ: $((r1 - r0)) of 200 carried"
 else
 	ktap_fail "ib_read_lat -s 64 -n 200"
+fi
+# the same for atomics: each request (80 bytes) carries the ACK of the
+# response before it behind itself, each 8-byte response the ACK of its
+# request in front of itself
+a0=$(dp_counter vrdma1 acks_in_data)
+r0=$(dp_counter vrdma2 acks_in_data)
+if dp_pair 120 ib_atomic_lat -d vrdma1 -x "$G1" -n 200 -- \
+	ib_atomic_lat -d vrdma2 -x "$G2" -n 200 "$H1_IP"; then
+	a1=$(dp_counter vrdma1 acks_in_data)
+	r1=$(dp_counter vrdma2 acks_in_data)
+	[ $((a1 - a0)) -ge 150 ] && [ $((r1 - r0)) -ge 150 ] &&
+		ktap_ok "atomics: ACKs carried, responder $((a1 - a0)), requester $((r1 - r0)) of 200" ||
+		ktap_fail "atomics: ACKs carried, responder $((a1 - a0)), requester $((r1 - r0)) of 200"
+else
+	ktap_fail "ib_atomic_lat -n 200"
 fi
 
 txbatch=$(cat "$P/tx_batch")

@@ -104,6 +104,44 @@ TEST_F(Rx, LazyMessageEndWaitsTheLazyDelay)
 	EXPECT_TRUE(v.ack_now);
 }
 
+// A lazy hold may be served half its length late (its sender allows
+// twice it); the ACK delay must be kept exactly, and an ACK due at once or
+// already built leaves nothing to serve late.
+TEST_F(Rx, OnlyALazyHoldMayBeServedLate)
+{
+	cfg.lazy_ack_delay_ns = 1000000;
+	init();
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+	rx(0, 1000);
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 1000 + cfg.ack_delay_ns);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+	ack(1500);
+	rx(1, 2000, VT_F_SOM | VT_F_EOM);
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 2000 + cfg.lazy_ack_delay_ns);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), cfg.lazy_ack_delay_ns / 2);
+	// a later packet that asks makes it due now: no slack
+	rx(2, 3000, VT_F_SOM | VT_F_EOM | VT_F_ACKREQ);
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 0u);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+	ack(3500);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+	// a packet that is not a message's end keeps the ACK delay after one
+	rx(3, 4000, VT_F_SOM | VT_F_EOM);
+	ack(4500);
+	rx(4, 5000, VT_F_SOM);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+}
+
+// Without a lazy delay longer than the ACK delay there is no lazy hold.
+TEST_F(Rx, NoLazyDelayNoSlack)
+{
+	cfg.lazy_ack_delay_ns = 0;
+	init();
+	rx(0, 1000, VT_F_SOM | VT_F_EOM);
+	EXPECT_EQ(vt_rx_next_wakeup(c.get()), 1000 + cfg.ack_delay_ns);
+	EXPECT_EQ(vt_rx_ack_slack(c.get()), 0u);
+}
+
 TEST_F(Rx, OutOfOrderWithinWindowIsSackedThenDeliveredInOrder)
 {
 	init();

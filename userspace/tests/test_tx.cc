@@ -637,6 +637,32 @@ TEST_F(Tx, TailLossProbeFiresAfterPto)
 	EXPECT_EQ(d.cause, VT_CAUSE_RACK);
 }
 
+// A peer's retransmitted request says our answer was lost: the tail is
+// probed at once, once, and not when nothing is outstanding.
+TEST_F(Tx, ProbeNowProbesTheTailOnce)
+{
+	cfg.lazy_ack_delay_ns = 1000 * US;
+	init();
+	warm_up();
+	vt_tx_probe_now(c.get(), 90 * US);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), VT_NEVER); // nothing out
+	ASSERT_EQ(vt_tx_enqueue_ex(c.get(), 1, 100, VT_MSG_LAZY_ACK), 0);
+	send(100 * US);
+	EXPECT_GT(c->tx.tlp_deadline, 100 * US + 2 * cfg.lazy_ack_delay_ns);
+	vt_tx_probe_now(c.get(), 120 * US);
+	EXPECT_EQ(vt_tx_next_wakeup(c.get()), 120 * US);
+	vt_tx_on_timer(c.get(), 120 * US);
+	ASSERT_EQ(poll(120 * US), VT_TX_RETX); // (a RETX is ACKed at once)
+	EXPECT_EQ(d.psn, 1u);
+	EXPECT_EQ(d.cause, VT_CAUSE_TLP);
+	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
+	// a probe is out: a second retransmitted request sends no other
+	vt_tx_probe_now(c.get(), 130 * US);
+	vt_tx_on_timer(c.get(), 130 * US);
+	EXPECT_EQ(poll(130 * US), VT_TX_WAIT);
+	EXPECT_EQ(c->stats[VT_STAT_TLP_PROBES], 1u);
+}
+
 TEST_F(Tx, TailLossProbeRepairsALossWithoutATimeout)
 {
 	init();

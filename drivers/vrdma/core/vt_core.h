@@ -351,6 +351,7 @@ struct vt_rx {
 	u32 high_psn;		/* highest PSN accepted (epsn - 1 at first) */
 	u64 last_ts, last_arrival;
 	u64 ack_deadline;	/* VT_NEVER when no ACK is owed */
+	u64 ack_slack;		/* how late it may be served: vt_rx_ack_slack() */
 	bool ack_now;
 	bool last_dup;
 	bool strict;		/* in-order only (go-back-N) */
@@ -435,6 +436,7 @@ int vt_tx_on_ack(struct vt_conn *c, u64 now, const struct vt_ack *a,
 		 struct vt_ack_result *r);
 void vt_tx_on_timer(struct vt_conn *c, u64 now);
 void vt_tx_timer_late(struct vt_conn *c, u64 now);
+void vt_tx_probe_now(struct vt_conn *c, u64 now);
 u64 vt_tx_next_wakeup(const struct vt_conn *c);
 u64 vt_tx_loss_wakeup(const struct vt_conn *c);
 u64 vt_tx_fine_wakeup(const struct vt_conn *c);
@@ -473,6 +475,7 @@ void vt_rx_run_end(struct vt_conn *c, u32 pkts);
 bool vt_rx_ack_due(const struct vt_conn *c, u64 now);
 bool vt_rx_ack_pending(const struct vt_conn *c);
 u64 vt_rx_next_wakeup(const struct vt_conn *c);
+u64 vt_rx_ack_slack(const struct vt_conn *c);
 void vt_rx_build_ack(struct vt_conn *c, u64 now, struct vt_ack *a);
 u16 vt_rx_ack_entropy(struct vt_conn *c);
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd);

@@ -106,6 +106,19 @@ static u64 ack_delay(const struct vt_conn *c, const struct vt_data_hdr *h)
 }
 
 /*
+ * Hold the ACK for @delay from @now. A lazy hold (longer than the ACK
+ * delay) may be served up to half its length late: its sender allows
+ * twice the lazy delay (vt_tx.c, ack_hold()), and half of one is left for
+ * the way back and that sender's own timer being early. The ordinary
+ * delay has no such margin: the sender's loss timers allow just it.
+ */
+static void hold_ack(struct vt_conn *c, u64 now, u64 delay)
+{
+	c->rx.ack_deadline = now + delay;
+	c->rx.ack_slack = delay > c->cfg.ack_delay_ns ? delay / 2 : 0;
+}
+
+/*
  * One data packet arrived at @now.  @ce: the IP header carried ECN CE.
  * @nack: a NACK code the caller wants for this packet (RNR when no receive
  * WQE is posted, remote access or invalid request after its checks), or 0;
@@ -180,7 +193,7 @@ int vt_rx_on_data(struct vt_conn *c, u64 now, const struct vt_data_hdr *h,
 	if (urgent)
 		rx->ack_now = true;
 	else if (rx->ack_deadline == VT_NEVER && v->result == VT_RX_ACCEPT)
-		rx->ack_deadline = now + ack_delay(c, h);
+		hold_ack(c, now, ack_delay(c, h));
 	v->ack_now = rx->ack_now;
 	v->ack_at = rx->ack_now ? now : rx->ack_deadline;
 	return 0;
@@ -221,6 +234,18 @@ bool vt_rx_ack_pending(const struct vt_conn *c)
 u64 vt_rx_next_wakeup(const struct vt_conn *c)
 {
 	return c->rx.ack_now ? 0 : c->rx.ack_deadline;
+}
+
+/*
+ * How late after vt_rx_next_wakeup() a timer may serve the ACK: a
+ * platform whose timers cost less with slack (the kernel's range
+ * hrtimers: no clock event programmed for each) need not arm an exact one
+ * for every held ACK. 0: exactly then.
+ */
+u64 vt_rx_ack_slack(const struct vt_conn *c)
+{
+	return c->rx.ack_now || c->rx.ack_deadline == VT_NEVER ?
+	       0 : c->rx.ack_slack;
 }
 
 void vt_rx_set_rwnd(struct vt_conn *c, u32 rwnd)

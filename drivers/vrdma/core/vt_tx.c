@@ -212,7 +212,6 @@ static bool can_send(const struct vt_conn *c)
 	return retx_allowed(c) || c->tx.tlp_pending || new_allowed(c);
 }
 
-
 /*
  * The loss timers among the wakeups (RTO, tail loss probe): deadlines that
  * act only when a packet or its ACK is lost, so a platform may serve them
@@ -872,6 +871,25 @@ void vt_tx_on_timer(struct vt_conn *c, u64 now)
 	}
 	if (t->rto_deadline <= now)
 		on_rto(c, now);
+}
+
+/*
+ * The peer retransmitted a request that our tail answers (a READ, an
+ * atomic): its response, sent as a lazy message whose loss timers allow
+ * the peer twice the lazy delay for its ACK, or the ACK in front of it,
+ * did not arrive. Probe the tail now, once, as the tail loss probe
+ * would, rather than that long after; not while losses are being
+ * repaired or a probe is out. Taken before the retransmission, an ACK
+ * that came with it has removed a response it covers.
+ */
+void vt_tx_probe_now(struct vt_conn *c, u64 now)
+{
+	struct vt_tx *t = &c->tx;
+
+	if (t->error || is_gbn(c) || !outstanding(t) || t->tlp_out ||
+	    t->tlp_pending || t->lost || t->backoff)
+		return;
+	t->tlp_deadline = now;
 }
 
 static void fill(struct vt_conn *c, struct vt_tx_decision *d, u32 psn,
