@@ -6,7 +6,8 @@
 # them apart. PROF_TESTS picks them (default "vrdma:write vrdma:send64
 # vrdma:lat rxe:write tcp:bw"; also write1m: 1 MB messages,
 # read and read1m, lat64: the ping-pong with 64 B, the bench's size,
-# readlat: ib_read_lat of 64 B,
+# readlat: ib_read_lat of 64 B, read64: ib_read_bw of 64 B, atomiclat:
+# ib_atomic_lat,
 # writeb and send64b: 64 KB WRITEs and 64 B SENDs both ways); PROF_SECONDS
 # (default 8) per phase.
 # PROF_NETEM="loss 5%" puts netem on both ends of the wire; with the
@@ -169,10 +170,12 @@ for px in $plan; do
 	write1m) perftest "$t" "$x" ib_write_bw -s 1048576 -D "$secs" --report_gbits ;;
 	read) perftest "$t" "$x" ib_read_bw -s 65536 -D "$secs" --report_gbits ;;
 	read1m) perftest "$t" "$x" ib_read_bw -s 1048576 -D "$secs" --report_gbits ;;
+	read64) perftest "$t" "$x" ib_read_bw -s 64 -D "$secs" ;;
 	send64) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" ;;
 	lat) perftest "$t" "$x" ib_send_lat -s 2 -n $((secs * 500)) ;;
 	lat64) perftest "$t" "$x" ib_send_lat -s 64 -n $((secs * 500)) ;;
 	readlat) perftest "$t" "$x" ib_read_lat -s 64 -n $((secs * 250)) ;;
+	atomiclat) perftest "$t" "$x" ib_atomic_lat -n $((secs * 250)) ;;
 	writeb) perftest "$t" "$x" ib_write_bw -s 65536 -D "$secs" -b --report_gbits ;;
 	send64b) perftest "$t" "$x" ib_send_bw -s 64 -D "$secs" -b ;;
 	esac
