@@ -359,37 +359,6 @@ static void vrdma_rc_hold_end(struct vrdma_rc_conn *rc, u64 now, u32 taken)
 }
 
 /*
- * A READ or atomic response of one packet is owed: the ACK its request
- * asked for may go right behind it, in its skb, not in an skb of its own
- * that the requester must take first, on its way to the response it
- * waits for (docs/benchmarks.md, "The READ ping-pong"). Behind a longer
- * response the ACK would wait for a batch of it: it goes first.
- */
-static bool vrdma_rc_short_resp_owed(const struct vrdma_rc_conn *rc)
-{
-	const struct vrdma_rc_resp *resp = &rc->resp;
-
-	return resp->rdq_head != resp->rdq_tail &&
-	       resp->rdq[resp->rdq_head % VRDMA_RC_READS].len <=
-	       rc->vt.cfg.mtu;
-}
-
-/*
- * An ACK is owed (due, or held for the run's data to carry) and the run's
- * next packet opens a batch but is shorter than an ACK: a GSO skb's
- * packets but its last are all of one size, so the ACK cannot follow it
- * there. It goes in front of it instead, in the same skb, not in an skb
- * of its own: a READ ping-pong's requester holds the ACK of each response
- * until its next request (docs/benchmarks.md, "The READ ping-pong").
- */
-static bool vrdma_rc_ack_first(const struct vrdma_rc_conn *rc,
-			       const struct vt_tx_decision *d)
-{
-	return !rc->req.batch.skb && VT_DATA_HDR_LEN + d->len < VT_ACK_LEN &&
-	       vt_rx_ack_pending(&rc->vt) && vrdma_batch_on();
-}
-
-/*
  * Runs the sender with rc->lock held: timers, owed ACKs, new WQEs, then
  * the core's send decisions, at most a budget of packets. It runs where
  * the event happens (the doorbell system call, the receive softirq, the
@@ -413,7 +382,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 		vt_tx_on_timer(&rc->vt, now);
 	}
 	if (vt_rx_ack_due(&rc->vt, now)) {
-		if (vrdma_rc_short_resp_owed(rc))
+		if (vrdma_resp_short_owed(rc))
 			ack_after = true;
 		else
 			vrdma_resp_send_ack(rc, now);
@@ -450,7 +419,7 @@ bool vrdma_rc_run_at(struct vrdma_rc_conn *rc, u64 now, bool look_sq)
 			break;
 		vt_tx_poll(&rc->vt, now, &d);
 		if (d.action == VT_TX_SEND || d.action == VT_TX_RETX) {
-			if (vrdma_rc_ack_first(rc, &d)) {
+			if (vrdma_resp_ack_first(rc, &d)) {
 				ack_after = false;
 				vrdma_resp_send_ack_first(rc, now, d.entropy);
 			}

@@ -332,6 +332,9 @@ void vrdma_resp_xmit_ack_on(struct vrdma_dev *vdev, struct vrdma_route *r,
 void vrdma_resp_send_ack(struct vrdma_rc_conn *rc, u64 now);
 void vrdma_resp_send_ack_first(struct vrdma_rc_conn *rc, u64 now,
 			       u16 entropy);
+bool vrdma_resp_short_owed(const struct vrdma_rc_conn *rc);
+bool vrdma_resp_ack_first(const struct vrdma_rc_conn *rc,
+			  const struct vt_tx_decision *d);
 void vrdma_resp_replay_nack(struct vrdma_rc_conn *rc,
 			    const struct vt_data_hdr *h);
 void vrdma_resp_fail_check(struct vrdma_rc_conn *rc);

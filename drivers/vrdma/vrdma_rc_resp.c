@@ -135,6 +135,37 @@ void vrdma_resp_send_ack_first(struct vrdma_rc_conn *rc, u64 now,
 }
 
 /*
+ * A READ or atomic response of one packet is owed: the ACK its request
+ * asked for may go right behind it, in its skb, not in an skb of its own
+ * that the requester must take first, on its way to the response it
+ * waits for (docs/benchmarks.md, "The READ ping-pong"). Behind a longer
+ * response the ACK would wait for a batch of it: it goes first.
+ */
+bool vrdma_resp_short_owed(const struct vrdma_rc_conn *rc)
+{
+	const struct vrdma_rc_resp *resp = &rc->resp;
+
+	return resp->rdq_head != resp->rdq_tail &&
+	       resp->rdq[resp->rdq_head % VRDMA_RC_READS].len <=
+	       rc->vt.cfg.mtu;
+}
+
+/*
+ * An ACK is owed (due, or held for the run's data to carry) and the run's
+ * next packet opens a batch but is shorter than an ACK: a GSO skb's
+ * packets but its last are all of one size, so the ACK cannot follow it
+ * there. It goes in front of it instead, in the same skb, not in an skb
+ * of its own (vrdma_resp_send_ack_first()): a READ ping-pong's requester
+ * holds the ACK of each response until its next request.
+ */
+bool vrdma_resp_ack_first(const struct vrdma_rc_conn *rc,
+			  const struct vt_tx_decision *d)
+{
+	return !rc->req.batch.skb && VT_DATA_HDR_LEN + d->len < VT_ACK_LEN &&
+	       vt_rx_ack_pending(&rc->vt) && vrdma_batch_on();
+}
+
+/*
  * A failed responder answers a data packet of its peer with its fatal
  * NACK again: the first one may have been lost, and the requester would
  * otherwise retry into a QP in ERR until RETRY_EXC.

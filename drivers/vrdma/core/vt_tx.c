@@ -284,6 +284,14 @@ static void path_rtt_update(struct vt_tx *t, u32 path, u64 rtt)
 		*r -= (*r - rtt) >> 3;
 }
 
+/* No tail loss probe now: go-back-N, a probe out or due, a backed-off RTO. */
+static bool tlp_held(const struct vt_conn *c)
+{
+	const struct vt_tx *t = &c->tx;
+
+	return is_gbn(c) || t->tlp_out || t->tlp_pending || t->backoff;
+}
+
 static void arm_timers(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
@@ -302,8 +310,7 @@ static void arm_timers(struct vt_conn *c, u64 now)
 	 * but (retx_conserve) a loss the window holds back while nothing
 	 * in flight may still be delivered is a tail loss too: probe it
 	 */
-	if (is_gbn(c) || t->tlp_out || t->tlp_pending || t->backoff ||
-	    t->tlp_deadline != VT_NEVER)
+	if (tlp_held(c) || t->tlp_deadline != VT_NEVER)
 		return;
 	if (t->lost && (!c->cfg.retx_conserve || retx_allowed(c)))
 		return;
@@ -886,8 +893,7 @@ void vt_tx_probe_now(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
 
-	if (t->error || is_gbn(c) || !outstanding(t) || t->tlp_out ||
-	    t->tlp_pending || t->lost || t->backoff)
+	if (t->error || !outstanding(t) || t->lost || tlp_held(c))
 		return;
 	t->tlp_deadline = now;
 }
