@@ -11,8 +11,10 @@
  * former peer's retransmission of what it had received with an ACK up to
  * there (vt_rx_closed_ack): a QP in ERR from its own state, one destroyed
  * or reset from a grave, a few bytes kept per QPN for VRDMA_GRAVE_SECS
- * (longer than a requester retries: 8 RTOs of at most 100 ms). Anything
- * else stays unanswered, as before; nothing is delivered any more.
+ * (a requester's retransmissions come at most 100 ms apart, its RTO's
+ * ceiling, for as long as it retries: the first after the close well
+ * within that). Anything else stays unanswered, as before; nothing is
+ * delivered any more.
  */
 #include <linux/jiffies.h>
 #include <linux/slab.h>

@@ -35,6 +35,33 @@ for cond in "loss 1%" "loss 5%" "delay 2ms 1ms" "delay 1ms reorder 25% 50%" \
 done
 dp_netem ""
 
+# A peer silent for longer than the backed-off RTOs add up to (~230 ms:
+# a VM paused for live migration, a stalled host) but back within the
+# span the user set: RETRY_EXC waits for the local ACK timeout x
+# (retry_cnt + 1), as a NIC does (vt_tx.c, retries_spent()). ib_write_bw
+# with the QP timeout 17 (537 ms, x 8 = 4.3 s) runs through a 1.5 s
+# blackout (netem loss 100% on both ends) and completes; the requester
+# timed out more than retry_cnt (7) times meanwhile. The old rule failed
+# it with RETRY_EXC.
+blackout() {
+	sleep "$1"
+	dp_netem "loss 100%"
+	sleep "$2"
+	dp_netem ""
+}
+to0=$(dp_counter vrdma2 timeouts)
+blackout 4 1.5 &
+bo=$!
+dp_pair 90 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -D 8 -u 17 --report_gbits -- \
+	ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -D 8 -u 17 --report_gbits "$H1_IP"
+rc=$?
+wait "$bo"
+dp_netem ""
+to1=$(dp_counter vrdma2 timeouts)
+diag "blackout: requester timeouts +$((${to1:-0} - ${to0:-0}))"
+[ $rc -eq 0 ] && [ $((${to1:-0} - ${to0:-0})) -gt 7 ]
+ktap_result $? "1.5 s blackout in a 4.3 s span: ib_write_bw -u 17 completes after $((${to1:-0} - ${to0:-0})) timeouts"
+
 # ECN (module parameter ecn, default Y): RC packets leave ECT(0), so an
 # fq_codel with ECN under a 20 Mbit/s token bucket on the sender's egress
 # marks them CE instead of dropping; the receiver counts the marks

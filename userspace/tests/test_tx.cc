@@ -762,6 +762,50 @@ TEST_F(Tx, RtoBacksOffExponentiallyThenRetryExceeded)
 	EXPECT_EQ(c->stats[VT_STAT_RETX_RTO], 3u);
 }
 
+// RETRY_EXC waits for the user's span too (fail_after_ns: the local ACK
+// timeout x (retry_cnt + 1)): a peer silent for longer than the backed-off
+// RTOs add up to (a VM paused for migration) but back within the span is
+// not failed; the RTOs go on, rto_max_ns apart; progress starts a new span.
+TEST_F(Tx, RetryExcWaitsForTheUsersSpan)
+{
+	const uint64_t span = 2000000 * US;	// 2 s
+	cfg.retry_cnt = 3;
+	cfg.fail_after_ns = span;
+	init();
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 0, 1000), 0);
+	send(0);
+	uint64_t first = c->tx.rto_deadline, t = first;
+	// one second of silence: ~16 timeouts, none fails
+	while (t < first + span / 2) {
+		vt_tx_on_timer(c.get(), t);
+		ASSERT_EQ(poll(t), VT_TX_RETX);
+		EXPECT_EQ(d.cause, VT_CAUSE_RTO);
+		ASSERT_LE(c->tx.rto_deadline - t, cfg.rto_max_ns);
+		t = c->tx.rto_deadline;
+	}
+	EXPECT_GT(c->tx.retries, cfg.retry_cnt + 8);
+	EXPECT_EQ(c->tx.error, 0);
+	// the peer is back: the message completes, the retries start over
+	ASSERT_EQ(on_ack(ack(1, 0, 0), t - 1), 0);
+	EXPECT_EQ(r.msgs_done, 1u);
+	EXPECT_EQ(c->tx.retries, 0u);
+	// silent again, for good: it fails at the first timeout past the span
+	ASSERT_EQ(vt_tx_enqueue(c.get(), 1, 1000), 0);
+	send(t);
+	first = c->tx.rto_deadline;
+	t = first;
+	for (;;) {
+		vt_tx_on_timer(c.get(), t);
+		if (poll(t) != VT_TX_RETX)
+			break;
+		ASSERT_LT(t, first + span);
+		t = c->tx.rto_deadline;
+	}
+	EXPECT_GE(t, first + span);
+	EXPECT_EQ(d.action, VT_TX_ERROR);
+	EXPECT_EQ(d.error, VT_ERR_RETRY_EXC);
+}
+
 // Eifel detection of spurious timeouts (RFC 3522, tcp_try_undo_loss).
 struct RtoUndo : Tx {
 	uint32_t cwnd = 0;

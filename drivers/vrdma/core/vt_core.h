@@ -48,6 +48,12 @@ struct vt_config {
 	u64 rto_max_ns;
 	u64 rto_init_ns;	/* before the first RTT sample */
 	u32 retry_cnt;		/* verbs retry_cnt, 0..7 */
+	/*
+	 * RETRY_EXC also waits until this long after the first of the
+	 * timeouts in a row (the verbs local ACK timeout x (retry_cnt + 1));
+	 * 0: retry_cnt timeouts alone decide
+	 */
+	u64 fail_after_ns;
 	u32 rnr_retry;		/* verbs rnr_retry, 7 = infinite */
 	u64 rnr_delay_ns;	/* RNR wait when the NACK suggests none */
 	u64 tlp_min_ns;
@@ -270,6 +276,7 @@ struct vt_tx {
 	int error;		/* sticky VT_ERR_*, 0 while healthy */
 	u32 mq_head, mq_tail, mq_off;
 	u32 backoff, retries, rnr_count, consec_rto;
+	u64 retry_since;	/* when the first timeout since progress fired */
 	u32 recovery_end;
 	bool in_recovery;
 	bool tlp_pending;	/* probe to send at next poll */

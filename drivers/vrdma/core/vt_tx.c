@@ -762,6 +762,22 @@ static bool rto_early(struct vt_conn *c, u64 now)
 	return true;
 }
 
+/*
+ * A requester gives up (RETRY_EXC) after retry_cnt timeouts in a row, and
+ * not before fail_after_ns since the first of them: what the verbs user
+ * asked for, its local ACK timeout x (retry_cnt + 1), which an RC QP on a
+ * NIC waits. The backed-off RTOs alone (at most rto_max_ns each) add up
+ * to ~230 ms, shorter than a VM's pause for live migration or a host's
+ * stall; until then they keep probing, rto_max_ns apart at most.
+ */
+static bool retries_spent(const struct vt_conn *c, u64 now)
+{
+	const struct vt_tx *t = &c->tx;
+
+	return t->retries > c->cfg.retry_cnt &&
+	       now - t->retry_since >= c->cfg.fail_after_ns;
+}
+
 static void on_rto(struct vt_conn *c, u64 now)
 {
 	struct vt_tx *t = &c->tx;
@@ -776,9 +792,11 @@ static void on_rto(struct vt_conn *c, u64 now)
 	if (!outstanding(t))
 		return;
 	c->stats[VT_STAT_TIMEOUTS]++;
+	if (!t->retries)
+		t->retry_since = now;
 	t->retries++;
 	t->consec_rto++;
-	if (t->retries > c->cfg.retry_cnt) {
+	if (retries_spent(c, now)) {
 		fail(c, VT_ERR_RETRY_EXC);
 		return;
 	}
