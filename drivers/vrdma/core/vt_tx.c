@@ -64,9 +64,8 @@ static u64 ack_hold(const struct vt_conn *c)
 
 /*
  * Before any RTT sample: the initial RTO, or the receiver's longest hold
- * if that is longer. A connection's first message is often a lazy one
- * (unsignaled, held up to lazy_ack_delay_ns), and its ACK must not lose
- * the race with a 1 ms timeout, as every such connection's did.
+ * if that is longer. A lazy message asks for its ACK until then
+ * (do_send()), so the hold is the ordinary ACK delay.
  */
 static u64 first_rto(const struct vt_conn *c)
 {
@@ -1023,7 +1022,14 @@ static void do_send(struct vt_conn *c, u64 now, struct vt_tx_decision *d)
 	u32 psn = t->snd_nxt++;
 	struct vt_tx_pkt *p = slot(t, psn);
 	u32 len = VT_MIN(c->cfg.mtu, e->len - t->mq_off);
-	bool lazy = e->flags & VT_MSG_LAZY_ACK;
+	/*
+	 * Before the first RTT sample a lazy end asks all the same: held, its
+	 * ACK raced the first RTO against the peer application's first round
+	 * (a responder's first READ response, held by a requester whose
+	 * first iteration took 4 ms under TCG: an undone timeout at the start
+	 * of every READ connection). One ACK, and the sample sizes the RTO.
+	 */
+	bool lazy = (e->flags & VT_MSG_LAZY_ACK) && t->srtt;
 
 	memset(p, 0, sizeof(*p));
 	p->xmit_ts = now;
