@@ -40,17 +40,24 @@ dp_netem ""
 # span the user set: RETRY_EXC waits for the local ACK timeout x
 # (retry_cnt + 1), as a NIC does (vt_tx.c, retries_spent()). ib_write_bw
 # with the QP timeout 17 (537 ms, x 8 = 4.3 s) runs through a 1.5 s
-# blackout (netem loss 100% on both ends) and completes; the requester
-# timed out more than retry_cnt (7) times meanwhile. The old rule failed
-# it with RETRY_EXC.
+# blackout (netem loss 100% on both ends, 1 s after the requester's
+# packets start to move: on a slow host perftest's set-up takes longer)
+# and completes; the requester timed out more than retry_cnt (7) times
+# meanwhile. The old rule failed it with RETRY_EXC.
 blackout() {
-	sleep "$1"
+	local p0 i
+	p0=$(dp_counter vrdma2 tx_packets)
+	for i in $(seq 1 120); do
+		sleep 0.25
+		[ "$(dp_counter vrdma2 tx_packets)" -gt $((${p0:-0} + 100)) ] && break
+	done
+	sleep 1
 	dp_netem "loss 100%"
-	sleep "$2"
+	sleep "$1"
 	dp_netem ""
 }
 to0=$(dp_counter vrdma2 timeouts)
-blackout 4 1.5 &
+blackout 1.5 &
 bo=$!
 dp_pair 90 ib_write_bw -d vrdma1 -x "$G1" -F -s 65536 -D 8 -u 17 --report_gbits -- \
 	ib_write_bw -d vrdma2 -x "$G2" -F -s 65536 -D 8 -u 17 --report_gbits "$H1_IP"
