@@ -875,28 +875,27 @@ err:
 
 /*
  * The local ACK timeout (4.096 us * 2^timeout) times retry_cnt + 1: how
- * long an RC QP on a NIC waits for a silent peer before RETRY_EXC. 0 for
- * timeout 0, which the spec calls infinite.
+ * long an RC QP on a NIC waits for a silent peer before RETRY_EXC, at
+ * most a minute. 0 for timeout 0, which the spec calls infinite.
  */
 static u64 vrdma_rc_ack_span(const struct vrdma_qp *qp)
 {
 	if (!qp->attr.timeout)
 		return 0;
-	return (4096ULL << min_t(u8, qp->attr.timeout, 31)) *
-	       (qp->attr.retry_cnt + 1);
+	return min_t(u64, (4096ULL << min_t(u8, qp->attr.timeout, 31)) *
+			  (qp->attr.retry_cnt + 1), 60 * NSEC_PER_SEC);
 }
 
 /*
  * How long a requester waits for any packet of its peer while a READ or
  * atomic response is due: the span above, but never under
  * VRDMA_RC_RESP_MIN_NS (an emulated or loaded VM stalls longer than a
- * NIC) nor over a minute. The peer's retransmissions and other traffic
- * count as signs of life.
+ * NIC). The peer's retransmissions and other traffic count as signs of
+ * life.
  */
 static u64 vrdma_rc_resp_timeout(const struct vrdma_qp *qp)
 {
-	return clamp_t(u64, vrdma_rc_ack_span(qp), VRDMA_RC_RESP_MIN_NS,
-		       60 * NSEC_PER_SEC);
+	return max_t(u64, vrdma_rc_ack_span(qp), VRDMA_RC_RESP_MIN_NS);
 }
 
 /* RTR -> RTS: the send queue runs from sq_psn. */
@@ -920,8 +919,7 @@ int vrdma_rc_start(struct vrdma_qp *qp)
 	 * (vt_tx.c, retries_spent()): the RTO's own backoff gives up in
 	 * ~230 ms, which a migrating or stalled VM outlasts.
 	 */
-	rc->vt.cfg.fail_after_ns = min_t(u64, vrdma_rc_ack_span(qp),
-					 60 * NSEC_PER_SEC);
+	rc->vt.cfg.fail_after_ns = vrdma_rc_ack_span(qp);
 	rc->req.resp_timeout_ns = vrdma_rc_resp_timeout(qp);
 	rc->started = true;
 	vrdma_rc_run(rc);
